@@ -1,0 +1,291 @@
+"""OpenAI Chat Completions streams, and every server that speaks them, into toolwire events.
+
+One mapper serves OpenAI, Azure, llama-server / llama-cpp-python, vLLM, Ollama's ``/v1``,
+LM Studio, OpenRouter, Mistral, xAI and DashScope. Their differences are handled in
+:mod:`toolwire.pipeline.accumulate` (ids and indices) and here:
+
+- chunks are decoded straight into typed msgspec Structs (fields the servers add, such as
+  ``obfuscation``, ``provider``, ``native_finish_reason``, are skipped by the decoder);
+- ``tool_calls: []`` / ``null`` on text chunks (vLLM) are nothing;
+- llama-cpp-python repeats every tool-call fragment as a legacy ``function_call`` delta: once a
+  stream has used ``tool_calls``, ``function_call`` is ignored so each call is counted once;
+- reasoning arrives as ``reasoning_content`` (vLLM, LM Studio, xAI, DeepSeek) or ``reasoning``
+  (OpenRouter);
+- usage may come on the finish chunk, on a ``choices: []`` chunk, or not at all;
+- an ``{"error": ...}`` payload (OpenAI, vLLM ``"object": "error"``) is a fatal ProviderError.
+
+Only choice 0 is read: toolwire judges one assistant turn per stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ..pipeline.accumulate import CallAccumulator
+from ..pipeline.events import (
+    Event,
+    ProviderError,
+    ReasoningDelta,
+    ResponseInfo,
+    StopReason,
+    StreamEnd,
+    TextDelta,
+    Usage,
+)
+from ..pipeline.finish import FinishFacts, close_calls_and_finish
+from .base import cap_text
+from .sse import SSEDecoder
+
+__all__ = ["OpenAIChatMapper", "finish_reason_from_openai"]
+
+
+class _Function(msgspec.Struct):
+    name: str | None = None
+    arguments: str | dict[str, Any] | None = None
+
+
+class _ToolCallDelta(msgspec.Struct):
+    index: int | None = None
+    id: str | None = None
+    function: _Function | None = None
+
+
+class _Delta(msgspec.Struct):
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    tool_calls: list[_ToolCallDelta] | None = None
+    function_call: _Function | None = None
+
+
+class _Choice(msgspec.Struct):
+    index: int = 0
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+
+
+class _TokenDetails(msgspec.Struct):
+    reasoning_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    completion_tokens_details: _TokenDetails | None = None
+
+
+class _ErrorBody(msgspec.Struct):
+    message: str | None = None
+    type: str | None = None
+    code: str | int | None = None
+
+
+class _Chunk(msgspec.Struct):
+    id: str | None = None
+    object: str | None = None
+    model: str | None = None
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+    error: _ErrorBody | str | None = None
+    message: str | None = None
+
+
+_decode_chunk = msgspec.json.Decoder(_Chunk).decode
+_DONE = b"[DONE]"
+
+_FINISH_REASONS: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "eos": "end_turn",
+    "end_turn": "end_turn",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "max_tokens": "length",
+    "content_filter": "content_filter",
+    "error": "error",
+}
+
+
+def finish_reason_from_openai(raw: str) -> StopReason:
+    """Normalize a Chat Completions ``finish_reason`` (and the variants compatible servers use)."""
+    return _FINISH_REASONS.get(raw, "unknown")
+
+
+class OpenAIChatMapper:
+    """Sans-I/O mapper for one Chat Completions stream (SSE bytes or SDK chunk objects)."""
+
+    provider_name = "openai"
+
+    def __init__(self, max_tokens: int | None = None, provider_name: str = "openai") -> None:
+        self.provider_name = provider_name
+        self._sse = SSEDecoder()
+        self._calls = CallAccumulator()
+        self._facts = FinishFacts(max_tokens)
+        self._info_sent = False
+        self._uses_tool_calls = False
+        self._ended = False
+
+    # -- input -------------------------------------------------------------------------------
+
+    def feed_bytes(self, data: bytes) -> list[Event]:
+        """Take the next bytes of an SSE body."""
+        out: list[Event] = []
+        for message in self._sse.feed(data):
+            self._payload(message.data, out)
+        return out
+
+    def feed_object(self, chunk: object) -> list[Event]:
+        """Take one ``openai`` SDK ``ChatCompletionChunk`` (any pydantic model) or a mapping."""
+        out: list[Event] = []
+        if self._ended:
+            return out
+        dump = getattr(chunk, "model_dump", None)
+        payload = dump() if callable(dump) else chunk
+        try:
+            decoded = msgspec.convert(payload, _Chunk, strict=False)
+        except msgspec.ValidationError as error:
+            out.append(
+                ProviderError(
+                    message=f"a chunk of unknown shape: {error}",
+                    kind="unknown_shape",
+                    raw=cap_text(repr(payload)),
+                )
+            )
+            return out
+        self._chunk(decoded, out, b"")
+        return out
+
+    def payload(self, data: bytes) -> list[Event]:
+        """Take one already-framed ``data:`` payload (for callers doing their own framing)."""
+        out: list[Event] = []
+        self._payload(data, out)
+        return out
+
+    def finish(self) -> list[Event]:
+        """The source ended: flush the decoder, close open calls, decide the finish."""
+        out: list[Event] = []
+        for message in self._sse.finish():
+            self._payload(message.data, out)
+        self._end(out)
+        return out
+
+    # -- translation -------------------------------------------------------------------------
+
+    def _payload(self, data: bytes, out: list[Event]) -> None:
+        if self._ended:
+            return
+        if data == _DONE or data.strip() == _DONE:
+            self._facts.terminated = True
+            self._end(out)
+            return
+        try:
+            chunk = _decode_chunk(data)
+        except msgspec.ValidationError as error:
+            out.append(
+                ProviderError(
+                    message=f"a chunk of unknown shape: {error}",
+                    kind="unknown_shape",
+                    raw=cap_text(data),
+                )
+            )
+            return
+        except msgspec.DecodeError as error:
+            if not data.strip():
+                return
+            out.append(
+                ProviderError(
+                    message=f"a data line that is not JSON: {error}",
+                    kind="not_json",
+                    raw=cap_text(data),
+                )
+            )
+            return
+        self._chunk(chunk, out, data)
+
+    def _chunk(self, chunk: _Chunk, out: list[Event], data: bytes) -> None:
+        if chunk.error is not None or chunk.object == "error":
+            self._error(chunk, out, data)
+            return
+        if not self._info_sent and (chunk.model is not None or chunk.id is not None):
+            self._info_sent = True
+            out.append(ResponseInfo(model=chunk.model, response_id=chunk.id))
+        choices = chunk.choices
+        if choices:
+            for choice in choices:
+                if choice.index == 0:
+                    self._choice(choice, out)
+        usage = chunk.usage
+        if usage is not None:
+            details = usage.completion_tokens_details
+            self._facts.output_tokens = usage.completion_tokens
+            out.append(
+                Usage(
+                    input_tokens=usage.prompt_tokens,
+                    output_tokens=usage.completion_tokens,
+                    total_tokens=usage.total_tokens,
+                    reasoning_tokens=details.reasoning_tokens if details is not None else None,
+                )
+            )
+
+    def _choice(self, choice: _Choice, out: list[Event]) -> None:
+        delta = choice.delta
+        if delta is not None:
+            reasoning = delta.reasoning_content or delta.reasoning
+            if reasoning:
+                out.append(ReasoningDelta(text=reasoning))
+            if delta.content:
+                out.append(TextDelta(text=delta.content))
+            tool_calls = delta.tool_calls
+            if tool_calls:
+                self._uses_tool_calls = True
+                for fragment in tool_calls:
+                    function = fragment.function
+                    self._calls.fragment(
+                        out,
+                        index=fragment.index,
+                        call_id=fragment.id,
+                        name=function.name if function is not None else None,
+                        arguments=function.arguments if function is not None else None,
+                    )
+            elif delta.function_call is not None and not self._uses_tool_calls:
+                legacy = delta.function_call
+                self._calls.fragment(
+                    out, index=None, call_id=None, name=legacy.name, arguments=legacy.arguments
+                )
+        raw = choice.finish_reason
+        if raw is not None:
+            facts = self._facts
+            facts.raw = raw
+            facts.reason = finish_reason_from_openai(raw)
+            if facts.reason == "length":
+                facts.length_signal = True
+
+    def _error(self, chunk: _Chunk, out: list[Event], data: bytes) -> None:
+        body = chunk.error
+        code: str | None = None
+        if isinstance(body, _ErrorBody):
+            message = body.message or body.type or "provider error"
+            code = str(body.code) if body.code is not None else body.type
+        else:
+            message = body or chunk.message or "provider error"
+        self._facts.error = True
+        out.append(
+            ProviderError(
+                message=message,
+                kind="error_payload",
+                code=code,
+                raw=cap_text(data) if data else "",
+                fatal=True,
+            )
+        )
+
+    def _end(self, out: list[Event]) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        finish = close_calls_and_finish(self._calls, self._facts, out)
+        out.append(finish)
+        out.append(StreamEnd(terminated=self._facts.terminated))

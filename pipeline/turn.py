@@ -1,0 +1,183 @@
+"""A ``Turn``: everything one provider stream said, with every tool call judged.
+
+``Turn`` is what :func:`toolwire.collect` returns and what :func:`toolwire.dispatch` consumes. It
+is built by :class:`TurnBuilder`, a plain synchronous sink that anyone consuming
+:func:`toolwire.stream` can use too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .events import (
+    Event,
+    Finish,
+    ProviderError,
+    ReasoningDelta,
+    ResponseInfo,
+    StopReason,
+    StreamEnd,
+    TextDelta,
+    ToolCallComplete,
+    ToolCallReady,
+    ToolCallRejected,
+    ToolCallRepaired,
+    TruncationEvidence,
+    Usage,
+)
+from .verdict import Verdict
+
+__all__ = ["CallRecord", "Turn", "TurnBuilder"]
+
+
+class CallRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One tool call of a turn: what arrived, and (when judged) the verdict.
+
+    ``arguments`` is the parsed object the tool may run with, ``None`` when the call was rejected
+    (or not judged). ``arguments_raw`` is the text exactly as the model sent it, kept for
+    debugging and never replayed to a provider.
+    """
+
+    call_id: str
+    name: str
+    index: int
+    arguments_raw: str
+    arguments: dict[str, Any] | None = None
+    verdict: Verdict | None = None
+    truncated: bool = False
+    id_synthesized: bool = False
+
+    @property
+    def id(self) -> str:
+        """Alias of ``call_id``, the name most frameworks use."""
+        return self.call_id
+
+    @property
+    def outcome(self) -> str:
+        """``ok``, ``repaired``, ``rejected``, or ``unjudged`` when no judge ran."""
+        return self.verdict.outcome if self.verdict is not None else "unjudged"
+
+    @property
+    def may_run(self) -> bool:
+        """True only for a judged call whose arguments passed (ok or repaired)."""
+        return self.verdict is not None and self.verdict.may_run
+
+    @classmethod
+    def from_event(cls, call: ToolCallComplete, verdict: Verdict | None = None) -> CallRecord:
+        """Build the record of a complete (and maybe judged) call."""
+        return cls(
+            call_id=call.call_id,
+            name=call.name,
+            index=call.index,
+            arguments_raw=call.arguments_raw,
+            arguments=verdict.arguments if verdict is not None else None,
+            verdict=verdict,
+            truncated=call.truncated or (verdict is not None and verdict.truncated),
+            id_synthesized=call.id_synthesized,
+        )
+
+
+class Turn(msgspec.Struct, frozen=True, kw_only=True):
+    """One assistant turn, as toolwire understood it."""
+
+    text: str = ""
+    reasoning: str = ""
+    calls: tuple[CallRecord, ...] = ()
+    stop_reason: StopReason = "unknown"
+    finish_raw: str | None = None
+    truncated: bool = False
+    truncation_evidence: tuple[TruncationEvidence, ...] = ()
+    usage: Usage | None = None
+    errors: tuple[ProviderError, ...] = ()
+    model: str | None = None
+    response_id: str | None = None
+    provider: str | None = None
+    #: The stop conditions the turn was collected with (see ``toolwire.policy``).
+    stop_on: frozenset[str] = frozenset()
+
+    @property
+    def rejected(self) -> tuple[CallRecord, ...]:
+        """The calls that must not run."""
+        return tuple(call for call in self.calls if call.outcome == "rejected")
+
+    @property
+    def runnable(self) -> tuple[CallRecord, ...]:
+        """The calls whose arguments passed the judge."""
+        return tuple(call for call in self.calls if call.may_run)
+
+
+class TurnBuilder:
+    """Fold a run's events into a :class:`Turn`. Feed every event, then call :meth:`build`."""
+
+    __slots__ = (
+        "_calls",
+        "_errors",
+        "_finish",
+        "_info",
+        "_reasoning",
+        "_text",
+        "_usage",
+        "provider",
+        "stop_on",
+    )
+
+    def __init__(self, provider: str | None = None, stop_on: frozenset[str] = frozenset()) -> None:
+        self.provider = provider
+        self.stop_on = stop_on
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: list[CallRecord] = []
+        self._errors: list[ProviderError] = []
+        self._finish: Finish | None = None
+        self._usage: Usage | None = None
+        self._info: ResponseInfo | None = None
+
+    def add(self, event: Event) -> None:
+        """Take one event."""
+        match event:
+            case TextDelta(text=text):
+                self._text.append(text)
+            case ReasoningDelta(text=text):
+                self._reasoning.append(text)
+            case ToolCallReady() | ToolCallRepaired() | ToolCallRejected():
+                self._calls.append(CallRecord.from_event(event.call, event.verdict))
+            case ToolCallComplete():
+                self._calls.append(CallRecord.from_event(event))
+            case Usage():
+                self._usage = event
+            case Finish():
+                self._finish = event
+            case ProviderError():
+                self._errors.append(event)
+            case ResponseInfo():
+                self._info = event
+            case StreamEnd():
+                pass
+            case _:
+                pass
+
+    def build(self) -> Turn:
+        """The turn so far (normally called after ``StreamEnd``)."""
+        finish = self._finish
+        info = self._info
+        return Turn(
+            text="".join(self._text),
+            reasoning="".join(self._reasoning),
+            calls=tuple(sorted(self._calls, key=_call_index)),
+            stop_reason=finish.reason if finish is not None else "unknown",
+            finish_raw=finish.raw if finish is not None else None,
+            truncated=finish.truncated if finish is not None else False,
+            truncation_evidence=finish.evidence if finish is not None else (),
+            usage=self._usage,
+            errors=tuple(self._errors),
+            model=info.model if info is not None else None,
+            response_id=info.response_id if info is not None else None,
+            provider=self.provider,
+            stop_on=self.stop_on,
+        )
+
+
+def _call_index(call: CallRecord) -> int:
+    return call.index
