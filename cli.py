@@ -1,0 +1,201 @@
+"""The ``toolwire`` command: ``replay`` a recorded stream, ``check`` raw arguments.
+
+Exit codes: 0 when the work was done (a rejected call is a result, not a failure), 1 when the
+input could not be read, 2 on a usage error. Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import anyio
+import msgspec
+
+from .adapters.registry import provider_names
+from .pipeline.api import collect
+from .pipeline.errors import ToolwireError
+from .pipeline.turn import CallRecord, Turn
+from .recordings import bundled_names, read_bundled
+
+__all__ = ["main"]
+
+_BUNDLED = "bundled:"
+
+
+class _Failure(Exception):
+    """A one-line error for stderr with its exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolwire", description="Make LLM tool calls safe to stream."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    replay = commands.add_parser(
+        "replay",
+        help="run a recorded provider stream through toolwire and show what it found",
+        description=(
+            "Read a recorded response body and print its tool calls, text, stop reason and "
+            f"truncation evidence. FILE may be {_BUNDLED}NAME for a recording shipped with "
+            f"toolwire: {', '.join(bundled_names())}."
+        ),
+    )
+    replay.add_argument("file", metavar="FILE")
+    replay.add_argument("--provider", default="openai-chat", choices=provider_names())
+    replay.add_argument("--max-tokens", type=_positive_int, default=None, metavar="N")
+    replay.add_argument("--tools", type=Path, default=None, metavar="TOOLS_JSON",
+                        help="a JSON file with the list of tool definitions offered to the model")
+    replay.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_check(commands)
+    return parser
+
+
+def _add_check(commands: Any) -> None:
+    from .check_command import add_check_parser
+
+    add_check_parser(commands)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+def _read_source(name: str) -> bytes:
+    if name.startswith(_BUNDLED):
+        bundled = name[len(_BUNDLED) :]
+        try:
+            return read_bundled(bundled)
+        except KeyError:
+            raise _Failure(
+                f"no bundled recording {bundled!r}; there are: {', '.join(bundled_names())}"
+            ) from None
+    try:
+        return Path(name).read_bytes()
+    except OSError as error:
+        raise _Failure(f"cannot read {name}: {error.strerror or error}") from None
+
+
+def _load_tools(path: Path | None) -> list[Any] | None:
+    if path is None:
+        return None
+    try:
+        tools = msgspec.json.decode(path.read_bytes())
+    except OSError as error:
+        raise _Failure(f"cannot read {path}: {error.strerror or error}") from None
+    except msgspec.DecodeError as error:
+        raise _Failure(f"{path} is not JSON: {error}") from None
+    if not isinstance(tools, list):
+        raise _Failure(f"{path} must hold a JSON list of tool definitions")
+    return tools
+
+
+def _call_json(call: CallRecord) -> dict[str, Any]:
+    verdict = call.verdict
+    return {
+        "id": call.call_id,
+        "name": call.name,
+        "index": call.index,
+        "arguments_raw": call.arguments_raw,
+        "truncated": call.truncated,
+        "outcome": call.outcome,
+        "arguments": call.arguments,
+        "repairs": list(verdict.repairs) if verdict is not None else [],
+        "reason": verdict.reason if verdict is not None else None,
+    }
+
+
+def turn_json(turn: Turn) -> dict[str, Any]:
+    """The documented ``replay --json`` object."""
+    return {
+        "text": turn.text,
+        "calls": [_call_json(call) for call in turn.calls],
+        "stop_reason": turn.stop_reason,
+        "finish_raw": turn.finish_raw,
+        "truncated": turn.truncated,
+        "truncation_evidence": list(turn.truncation_evidence),
+        "usage": msgspec.to_builtins(turn.usage) if turn.usage is not None else None,
+        "model": turn.model,
+        "errors": [error.message for error in turn.errors],
+    }
+
+
+def _print_human(turn: Turn) -> None:
+    out = sys.stdout
+    out.write(f"model: {turn.model or '(not given)'}\n")
+    out.write(f"stop reason: {turn.stop_reason} (provider said: {turn.finish_raw})\n")
+    evidence = ", ".join(turn.truncation_evidence) or "none"
+    out.write(f"truncated: {'yes' if turn.truncated else 'no'} (evidence: {evidence})\n")
+    if turn.text:
+        out.write(f"text: {turn.text!r}\n")
+    if turn.usage is not None:
+        usage = turn.usage
+        out.write(f"usage: input {usage.input_tokens}, output {usage.output_tokens}\n")
+    out.write(f"tool calls: {len(turn.calls)}\n")
+    for call in turn.calls:
+        state = "cut off" if call.truncated else "complete"
+        out.write(f"  [{call.index}] {call.name} id={call.call_id} ({state}, {call.outcome})\n")
+        out.write(f"      raw arguments: {call.arguments_raw}\n")
+        if call.verdict is not None and call.verdict.repairs:
+            out.write(f"      repairs: {', '.join(call.verdict.repairs)}\n")
+        if call.verdict is not None and call.verdict.message:
+            message = call.verdict.message.replace("\n", "\n      | ")
+            out.write(f"      message to the model:\n      | {message}\n")
+    for error in turn.errors:
+        out.write(f"provider error ({error.kind}): {error.message}\n")
+
+
+def _replay(args: argparse.Namespace) -> int:
+    body = _read_source(args.file)
+    tools = _load_tools(args.tools)
+    turn = anyio.run(_collect, body, args.provider, args.max_tokens, tools)
+    if turn.errors and not (turn.calls or turn.text or turn.model or turn.finish_raw):
+        raise _Failure(
+            f"{args.file} is not a readable {args.provider} stream: {turn.errors[0].message}"
+        )
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(turn_json(turn)).decode() + "\n")
+    else:
+        _print_human(turn)
+    return 0
+
+
+async def _collect(body: bytes, provider: str, max_tokens: int | None, tools: Any) -> Turn:
+    return await collect(body, provider, max_tokens=max_tokens, tools=tools)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    sys.stderr.write(f"toolwire: {message}\n")
+    raise SystemExit(code)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``toolwire`` command; returns the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "replay":
+            return _replay(args)
+        handler = args.handler
+        code: int = handler(args)
+        return code
+    except _Failure as failure:
+        _fail(str(failure), failure.code)
+    except ToolwireError as error:
+        _fail(str(error), 2)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
