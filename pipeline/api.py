@@ -2,26 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, Iterable, Sequence
+from typing import Any, Literal
 
 from ..adapters.registry import open_mapper
 from .events import Event
+from .policy import RepairLoopGuard, StopPolicyStage, normalize_stop_on
 from .runner import Source, run_pipeline
 from .stage import Stage, SyncStage
 from .turn import Turn, TurnBuilder
 
-__all__ = ["collect", "stream"]
+__all__ = ["TruncatedCalls", "collect", "stream"]
+
+#: What to do with a call cut off at the token limit whose arguments happen to parse:
+#: ``reject`` it with the token-limit message (default: its last field may be missing or
+#: short), or ``allow`` it to run as parsed (it stays marked ``truncated``).
+TruncatedCalls = Literal["reject", "allow"]
 
 
 def _stages(
-    stages: Sequence[Stage | SyncStage], tools: Any, policy: Any, judge: bool
+    stages: Sequence[Stage | SyncStage],
+    *,
+    tools: Any,
+    policy: Any,
+    judge: bool,
+    truncated_calls: TruncatedCalls,
+    stop_on: Iterable[str] | None,
+    loop_guard: RepairLoopGuard | None,
 ) -> list[Stage | SyncStage]:
     composed: list[Stage | SyncStage] = list(stages)
     if judge:
         from ..stages.judge import JudgeStage
 
-        composed.append(JudgeStage(tools=tools, policy=policy))
+        composed.append(JudgeStage(tools=tools, policy=policy, truncated_calls=truncated_calls))
+    stop = StopPolicyStage(stop_on, loop_guard)
+    if stop.stop_on or loop_guard is not None:
+        composed.append(stop)
     return composed
 
 
@@ -33,6 +49,9 @@ async def stream(
     tools: Sequence[Any] | None = None,
     policy: Any = None,
     judge: bool = True,
+    truncated_calls: TruncatedCalls = "reject",
+    stop_on: Iterable[str] | None = None,
+    loop_guard: RepairLoopGuard | None = None,
     stages: Sequence[Stage | SyncStage] = (),
 ) -> AsyncGenerator[Event]:
     """Yield the typed events of one provider stream, every tool call judged.
@@ -40,12 +59,20 @@ async def stream(
     ``source`` is what the provider sent (see :data:`toolwire.pipeline.runner.Source`);
     ``max_tokens`` is the request's output limit, when known, so that usage at the limit counts
     as truncation evidence; ``tools`` are the tool definitions offered to the model (OpenAI or
-    Anthropic style dicts, JSON Schemas, pydantic models) used to validate every call; ``stages``
-    run after the adapter and before the judge, in the order given. Close the generator early
-    with ``contextlib.aclosing`` to release the source at once.
+    Anthropic style dicts, JSON Schemas, pydantic models) used to validate every call;
+    ``policy`` picks the repairs (``toolwire.DEFAULT_POLICY``, ``toolwire.STRICT_POLICY``);
+    ``stop_on`` names the conditions that stop the turn (a ``TurnStopped`` event after
+    ``Finish``); ``loop_guard`` counts repeated rejections across the turns of a run;
+    ``stages`` run after the adapter and before the judge, in the order given. Close the
+    generator early with ``contextlib.aclosing`` to release the source at once.
     """
+    normalize_stop_on(stop_on)
     mapper = open_mapper(provider, max_tokens)
-    batches = run_pipeline(source, mapper, _stages(stages, tools, policy, judge))
+    composed = _stages(
+        stages, tools=tools, policy=policy, judge=judge, truncated_calls=truncated_calls,
+        stop_on=stop_on, loop_guard=loop_guard,
+    )
+    batches = run_pipeline(source, mapper, composed)
     try:
         async for batch in batches:
             for event in batch:
@@ -62,18 +89,27 @@ async def collect(
     tools: Sequence[Any] | None = None,
     policy: Any = None,
     judge: bool = True,
+    truncated_calls: TruncatedCalls = "reject",
+    stop_on: Iterable[str] | None = None,
+    loop_guard: RepairLoopGuard | None = None,
     stages: Sequence[Stage | SyncStage] = (),
 ) -> Turn:
     """Read a whole provider stream and return the :class:`Turn`, every call judged.
 
     Takes the same arguments as :func:`stream`. Bad model output never raises: a malformed call
     is a rejected call on the turn, an in-band provider error is in ``Turn.errors`` with
-    ``stop_reason == "error"``.
+    ``stop_reason == "error"``. ``stop_on`` is recorded on the turn, and ``Turn.stopped_by``
+    says which conditions held.
     """
+    conditions = normalize_stop_on(stop_on)
     mapper = open_mapper(provider, max_tokens)
-    builder = TurnBuilder(provider=mapper.provider_name)
+    composed = _stages(
+        stages, tools=tools, policy=policy, judge=judge, truncated_calls=truncated_calls,
+        stop_on=conditions, loop_guard=loop_guard,
+    )
+    builder = TurnBuilder(provider=mapper.provider_name, stop_on=conditions)
     add = builder.add
-    batches = run_pipeline(source, mapper, _stages(stages, tools, policy, judge))
+    batches = run_pipeline(source, mapper, composed)
     try:
         async for batch in batches:
             for event in batch:

@@ -36,6 +36,7 @@ __all__ = [
     "ProviderError",
     "ReasoningDelta",
     "ResponseInfo",
+    "StopCondition",
     "StopReason",
     "StreamEnd",
     "TextDelta",
@@ -46,6 +47,7 @@ __all__ = [
     "ToolCallRepaired",
     "ToolCallStarted",
     "TruncationEvidence",
+    "TurnStopped",
     "Usage",
     "decode_event",
     "encode_event",
@@ -67,6 +69,9 @@ StopReason = Literal[
 TruncationEvidence = Literal[
     "finish_reason", "usage_at_max_tokens", "arguments_unterminated", "no_finish"
 ]
+
+#: A condition of ``stop_on`` (see :mod:`toolwire.pipeline.policy`).
+StopCondition = Literal["length", "malformed_tool_call", "content_filter", "repair_loop"]
 
 #: How a tool call's arguments arrived: as JSON text (normal) or as an object (Ollama, some
 #: compatible servers); ``object`` arguments were serialized by toolwire with msgspec.
@@ -196,6 +201,16 @@ class ToolCallRejected(Event, frozen=True, tag="tool_call.rejected"):
     verdict: Verdict
 
 
+class TurnStopped(Event, frozen=True, tag="turn.stopped"):
+    """A condition of ``stop_on`` held: nothing of this turn may be dispatched.
+
+    Emitted right after ``Finish``, before ``StreamEnd``; ``conditions`` lists every condition
+    that held.
+    """
+
+    conditions: tuple[StopCondition, ...]
+
+
 JudgedCallEvent = ToolCallReady | ToolCallRepaired | ToolCallRejected
 
 AnyEvent = (
@@ -212,6 +227,7 @@ AnyEvent = (
     | ToolCallReady
     | ToolCallRepaired
     | ToolCallRejected
+    | TurnStopped
 )
 
 _encoder = msgspec.json.Encoder()

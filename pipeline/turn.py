@@ -24,7 +24,9 @@ from .events import (
     ToolCallReady,
     ToolCallRejected,
     ToolCallRepaired,
+    StopCondition,
     TruncationEvidence,
+    TurnStopped,
     Usage,
 )
 from .verdict import Verdict
@@ -94,8 +96,15 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     model: str | None = None
     response_id: str | None = None
     provider: str | None = None
-    #: The stop conditions the turn was collected with (see ``toolwire.policy``).
-    stop_on: frozenset[str] = frozenset()
+    #: The stop conditions the turn was collected with (see ``toolwire.pipeline.policy``).
+    stop_on: frozenset[StopCondition] = frozenset()
+    #: The conditions of ``stop_on`` that held: when not empty, nothing may be dispatched.
+    stopped_by: tuple[StopCondition, ...] = ()
+
+    @property
+    def stopped(self) -> bool:
+        """True when a stop condition held (see ``stopped_by``)."""
+        return bool(self.stopped_by)
 
     @property
     def rejected(self) -> tuple[CallRecord, ...]:
@@ -117,15 +126,19 @@ class TurnBuilder:
         "_finish",
         "_info",
         "_reasoning",
+        "_stopped_by",
         "_text",
         "_usage",
         "provider",
         "stop_on",
     )
 
-    def __init__(self, provider: str | None = None, stop_on: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, provider: str | None = None, stop_on: frozenset[StopCondition] = frozenset()
+    ) -> None:
         self.provider = provider
         self.stop_on = stop_on
+        self._stopped_by: tuple[StopCondition, ...] = ()
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._calls: list[CallRecord] = []
@@ -153,6 +166,8 @@ class TurnBuilder:
                 self._errors.append(event)
             case ResponseInfo():
                 self._info = event
+            case TurnStopped(conditions=conditions):
+                self._stopped_by = conditions
             case StreamEnd():
                 pass
             case _:
@@ -176,6 +191,7 @@ class TurnBuilder:
             response_id=info.response_id if info is not None else None,
             provider=self.provider,
             stop_on=self.stop_on,
+            stopped_by=self._stopped_by,
         )
 
 

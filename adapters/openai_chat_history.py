@@ -1,0 +1,123 @@
+"""OpenAI Chat Completions history: the assistant turn, ``role: tool`` results, and the check."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from ..pipeline.dispatch import ToolResult
+from ..pipeline.turn import Turn
+from .history import HistoryProblem, replay_arguments
+
+__all__ = ["OpenAIChatHistory"]
+
+
+class OpenAIChatHistory:
+    """The Chat Completions message format, as every compatible server accepts it."""
+
+    def assistant_message(self, turn: Turn) -> dict[str, Any]:
+        """``{"role": "assistant", "content": ..., "tool_calls": [...]}`` for ``turn``."""
+        message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+        if turn.calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": replay_arguments(call)},
+                }
+                for call in turn.calls
+            ]
+        return message
+
+    def tool_result_messages(self, results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+        """One ``role: tool`` message per result, in order."""
+        return [
+            {"role": "tool", "tool_call_id": result.call_id, "content": result.content}
+            for result in results
+        ]
+
+    def problems(self, messages: Sequence[Mapping[str, Any]]) -> list[HistoryProblem]:
+        """Unanswered calls, orphan or duplicate results, unparseable or non-object arguments.
+
+        Chat Completions wants the results of an assistant message's calls right after it,
+        before the next assistant or user message.
+        """
+        found: list[HistoryProblem] = []
+        seen_ids: set[str] = set()
+        pending: dict[str, int] = {}
+        answered: set[str] = set()
+        for position, message in enumerate(messages):
+            role = message.get("role")
+            if role == "tool":
+                call_id = message.get("tool_call_id")
+                if not isinstance(call_id, str) or call_id not in seen_ids:
+                    found.append(HistoryProblem(
+                        "orphan_result", position, call_id if isinstance(call_id, str) else None,
+                        "a tool result whose tool_call_id matches no earlier call",
+                    ))
+                elif call_id in answered:
+                    found.append(HistoryProblem(
+                        "duplicate_result", position, call_id, "a second result for this call",
+                    ))
+                elif call_id not in pending:
+                    found.append(HistoryProblem(
+                        "result_out_of_place", position, call_id,
+                        "a tool result after another assistant or user message came between",
+                    ))
+                else:
+                    del pending[call_id]
+                    answered.add(call_id)
+                continue
+            self._close_pending(pending, found)
+            if role == "assistant":
+                for call in message.get("tool_calls") or ():
+                    self._check_call(call, position, seen_ids, pending, found)
+        self._close_pending(pending, found)
+        return found
+
+    @staticmethod
+    def _close_pending(pending: dict[str, int], found: list[HistoryProblem]) -> None:
+        for call_id, position in pending.items():
+            found.append(HistoryProblem(
+                "unanswered_call", position, call_id, "a tool call with no result after it",
+            ))
+        pending.clear()
+
+    @staticmethod
+    def _check_call(
+        call: Any,
+        position: int,
+        seen_ids: set[str],
+        pending: dict[str, int],
+        found: list[HistoryProblem],
+    ) -> None:
+        call_id = call.get("id") if isinstance(call, Mapping) else None
+        if not isinstance(call_id, str):
+            found.append(HistoryProblem("unanswered_call", position, None, "a call with no id"))
+            return
+        if call_id in seen_ids:
+            found.append(HistoryProblem(
+                "duplicate_call_id", position, call_id, "this call id was used before",
+            ))
+        seen_ids.add(call_id)
+        pending[call_id] = position
+        function = call.get("function") or {}
+        arguments = function.get("arguments") if isinstance(function, Mapping) else None
+        if not isinstance(arguments, str):
+            found.append(HistoryProblem(
+                "arguments_not_json", position, call_id, "arguments must be a JSON string",
+            ))
+            return
+        try:
+            decoded = msgspec.json.decode(arguments)
+        except msgspec.DecodeError as error:
+            found.append(HistoryProblem(
+                "arguments_not_json", position, call_id, f"arguments do not parse: {error}",
+            ))
+            return
+        if not isinstance(decoded, dict):
+            found.append(HistoryProblem(
+                "arguments_not_object", position, call_id, "arguments must be a JSON object",
+            ))

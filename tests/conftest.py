@@ -1,0 +1,129 @@
+"""Shared fixtures: both anyio backends, and the shared test data next to the repository."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Test modules import these helpers as ``from _toolwire_testdata import ...``: a plain
+# ``from conftest import`` would be ambiguous as soon as another folder (tests/judge) has its own
+# conftest.py, because pytest drops the bare ``conftest`` module name between conftest files.
+sys.modules.setdefault("_toolwire_testdata", sys.modules[__name__])
+
+#: /work/main/tests/conftest.py -> parents[0] = tests, [1] = the repository, [2] = its parent.
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+STREAMS = SHARED / "fixtures" / "streams"
+VECTORS = SHARED / "vectors"
+
+#: The recordings of Chat-Completions-style servers (one mapper serves all three folders).
+CHAT_FOLDERS = ("openai-chat", "openai-compatible", "llama-cpp-python")
+
+
+@pytest.fixture(params=[pytest.param("asyncio", id="asyncio"), pytest.param("trio", id="trio")])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Every async test runs on asyncio and on trio; a missing trio fails (no importorskip)."""
+    backend: str = request.param
+    if backend == "trio":
+        import trio  # noqa: F401  (an ImportError here fails the test, it never skips)
+    return backend
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """The ``shared`` folder next to the repository, computed from this file's location."""
+    assert SHARED.is_dir(), f"shared test data not found at {SHARED}"
+    return SHARED
+
+
+def stream_path(relative: str) -> Path:
+    """The path of one recording, e.g. ``openai-chat/length_max_tokens_1_content.sse``."""
+    path = STREAMS / relative
+    assert path.is_file(), f"missing recording {path}"
+    return path
+
+
+def load_stream(relative: str) -> bytes:
+    """The exact bytes of one recording."""
+    return stream_path(relative).read_bytes()
+
+
+def chat_recordings() -> list[str]:
+    """Every recording (relative path) in the Chat-Completions-style folders, sorted."""
+    found = [
+        f"{folder}/{path.name}"
+        for folder in CHAT_FOLDERS
+        for path in sorted((STREAMS / folder).iterdir())
+        if path.suffix == ".sse"
+    ]
+    assert found, f"no recordings under {STREAMS}"
+    return found
+
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def data_payloads(body: bytes) -> list[bytes]:
+    """The ``data:`` payloads of an SSE body, ``[DONE]`` included (one line per event here)."""
+    payloads = []
+    for line in _LINE_END.split(body):
+        if line.startswith(b"data:"):
+            payload = line[5:]
+            payloads.append(payload[1:] if payload[:1] == b" " else payload)
+    return payloads
+
+
+def json_chunks(body: bytes) -> list[dict[str, Any]]:
+    """Every JSON chunk of an SSE body, decoded with the standard library (``[DONE]`` dropped)."""
+    return [json.loads(p) for p in data_payloads(body) if p.strip() != b"[DONE]"]
+
+
+def load_vectors(name: str) -> list[dict[str, Any]]:
+    """The lines of one ``shared/vectors/*.jsonl`` file."""
+    lines = (VECTORS / name).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def sse_body(chunks: Iterable[dict[str, Any] | bytes | str], *, done: bool = True) -> bytes:
+    """Frame chunks as an SSE body: dicts are JSON-encoded, bytes/str are sent verbatim."""
+    parts = []
+    for chunk in chunks:
+        if isinstance(chunk, dict):
+            payload = json.dumps(chunk).encode()
+        elif isinstance(chunk, str):
+            payload = chunk.encode()
+        else:
+            payload = chunk
+        parts.append(b"data: " + payload + b"\n\n")
+    if done:
+        parts.append(b"data: [DONE]\n\n")
+    return b"".join(parts)
+
+
+def chat_chunk(
+    delta: dict[str, Any] | None = None,
+    finish_reason: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """One realistic Chat Completions chunk with a single choice."""
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 1727346178,
+        "model": "gpt-test",
+        "choices": [
+            {"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish_reason}
+        ],
+        **extra,
+    }
+
+
+async def aiter_items(items: Iterable[Any]) -> AsyncIterator[Any]:
+    """An async iterable over ``items`` (bytes reads or SDK chunk objects)."""
+    for item in items:
+        yield item
