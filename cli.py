@@ -52,8 +52,13 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("file", metavar="FILE")
     replay.add_argument("--provider", default="openai-chat", choices=provider_names())
     replay.add_argument("--max-tokens", type=_positive_int, default=None, metavar="N")
-    replay.add_argument("--tools", type=Path, default=None, metavar="TOOLS_JSON",
-                        help="a JSON file with the list of tool definitions offered to the model")
+    replay.add_argument(
+        "--tools",
+        type=Path,
+        default=None,
+        metavar="TOOLS_JSON",
+        help="a JSON file with the list of tool definitions offered to the model",
+    )
     replay.add_argument("--json", action="store_true", help="print one JSON object")
     _add_check(commands)
     return parser

@@ -91,7 +91,7 @@ async def _drain(stage: Stage | SyncStage, events: Sequence[Event]) -> list[Even
 
 
 async def check_stage(
-    stage: Stage | SyncStage, events: Sequence[Event] | None = None, *, timeout: float = 5.0
+    stage: Stage | SyncStage, events: Sequence[Event] | None = None, *, limit_seconds: float = 5.0
 ) -> None:
     """Check ``stage`` against the stage contract; raise ``AssertionError`` on the first breach.
 
@@ -101,7 +101,7 @@ async def check_stage(
     run = list(events) if events is not None else sample_events()
     tasks_before = len(anyio.get_running_tasks())
 
-    with anyio.fail_after(timeout):
+    with anyio.fail_after(limit_seconds):
         first = await _drain(stage, run)
     probes_in = [event for event in run if isinstance(event, Probe)]
     probes_out = [event for event in first if isinstance(event, Probe)]
@@ -116,7 +116,7 @@ async def check_stage(
     # early_close: take one event, then close the output.
     upstream = _Upstream(run, hang=True)
     output = _run(stage, upstream.generate())
-    with anyio.fail_after(timeout):
+    with anyio.fail_after(limit_seconds):
         await output.__anext__()
         aclose = getattr(output, "aclose", None)
         assert aclose is not None, "early_close: a stage's output must be closable (aclose)"
@@ -141,12 +141,12 @@ async def check_stage(
     async def run_into(slot: int) -> None:
         results[slot] = await _drain(stage, run)
 
-    with anyio.fail_after(timeout):
+    with anyio.fail_after(limit_seconds):
         async with anyio.create_task_group() as group:
             group.start_soon(run_into, 0)
             group.start_soon(run_into, 1)
-    assert results[0] == first and results[1] == first, (
-        "reusable: per-run state must live in the run, not on the stage object"
-    )
+    reusable = "reusable: per-run state must live in the run, not on the stage object"
+    assert results[0] == first, reusable
+    assert results[1] == first, reusable
 
     assert len(anyio.get_running_tasks()) == tasks_before, "no_task_left: a task outlived the run"

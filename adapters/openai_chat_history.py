@@ -53,19 +53,32 @@ class OpenAIChatHistory:
             if role == "tool":
                 call_id = message.get("tool_call_id")
                 if not isinstance(call_id, str) or call_id not in seen_ids:
-                    found.append(HistoryProblem(
-                        "orphan_result", position, call_id if isinstance(call_id, str) else None,
-                        "a tool result whose tool_call_id matches no earlier call",
-                    ))
+                    found.append(
+                        HistoryProblem(
+                            "orphan_result",
+                            position,
+                            call_id if isinstance(call_id, str) else None,
+                            "a tool result whose tool_call_id matches no earlier call",
+                        )
+                    )
                 elif call_id in answered:
-                    found.append(HistoryProblem(
-                        "duplicate_result", position, call_id, "a second result for this call",
-                    ))
+                    found.append(
+                        HistoryProblem(
+                            "duplicate_result",
+                            position,
+                            call_id,
+                            "a second result for this call",
+                        )
+                    )
                 elif call_id not in pending:
-                    found.append(HistoryProblem(
-                        "result_out_of_place", position, call_id,
-                        "a tool result after another assistant or user message came between",
-                    ))
+                    found.append(
+                        HistoryProblem(
+                            "result_out_of_place",
+                            position,
+                            call_id,
+                            "a tool result after another assistant or user message came between",
+                        )
+                    )
                 else:
                     del pending[call_id]
                     answered.add(call_id)
@@ -80,9 +93,14 @@ class OpenAIChatHistory:
     @staticmethod
     def _close_pending(pending: dict[str, int], found: list[HistoryProblem]) -> None:
         for call_id, position in pending.items():
-            found.append(HistoryProblem(
-                "unanswered_call", position, call_id, "a tool call with no result after it",
-            ))
+            found.append(
+                HistoryProblem(
+                    "unanswered_call",
+                    position,
+                    call_id,
+                    "a tool call with no result after it",
+                )
+            )
         pending.clear()
 
     @staticmethod
@@ -98,26 +116,46 @@ class OpenAIChatHistory:
             found.append(HistoryProblem("unanswered_call", position, None, "a call with no id"))
             return
         if call_id in seen_ids:
-            found.append(HistoryProblem(
-                "duplicate_call_id", position, call_id, "this call id was used before",
-            ))
+            found.append(
+                HistoryProblem(
+                    "duplicate_call_id",
+                    position,
+                    call_id,
+                    "this call id was used before",
+                )
+            )
         seen_ids.add(call_id)
         pending[call_id] = position
         function = call.get("function") or {}
         arguments = function.get("arguments") if isinstance(function, Mapping) else None
         if not isinstance(arguments, str):
-            found.append(HistoryProblem(
-                "arguments_not_json", position, call_id, "arguments must be a JSON string",
-            ))
+            found.append(
+                HistoryProblem(
+                    "arguments_not_json",
+                    position,
+                    call_id,
+                    "arguments must be a JSON string",
+                )
+            )
             return
         try:
             decoded = msgspec.json.decode(arguments)
         except msgspec.DecodeError as error:
-            found.append(HistoryProblem(
-                "arguments_not_json", position, call_id, f"arguments do not parse: {error}",
-            ))
+            found.append(
+                HistoryProblem(
+                    "arguments_not_json",
+                    position,
+                    call_id,
+                    f"arguments do not parse: {error}",
+                )
+            )
             return
         if not isinstance(decoded, dict):
-            found.append(HistoryProblem(
-                "arguments_not_object", position, call_id, "arguments must be a JSON object",
-            ))
+            found.append(
+                HistoryProblem(
+                    "arguments_not_object",
+                    position,
+                    call_id,
+                    "arguments must be a JSON object",
+                )
+            )

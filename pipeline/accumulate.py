@@ -217,7 +217,9 @@ class CallAccumulator:
         if not call.closed:
             self._close(out, call, closed_by, truncated=False)
 
-    def _close(self, out: list[Event], call: OpenCall, closed_by: ClosedBy, truncated: bool) -> None:
+    def _close(
+        self, out: list[Event], call: OpenCall, closed_by: ClosedBy, truncated: bool
+    ) -> None:
         call.closed = True
         out.append(
             ToolCallComplete(

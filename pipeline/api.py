@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import Any, Literal
 
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.trace import TracerProvider
+
 from ..adapters.registry import open_mapper
 from .events import Event
 from .policy import RepairLoopGuard, StopPolicyStage, normalize_stop_on
 from .runner import Source, run_pipeline
 from .stage import Stage, SyncStage
+from .telemetry import Redactor, observe_turn
 from .turn import Turn, TurnBuilder
 
 __all__ = ["TruncatedCalls", "collect", "stream"]
@@ -53,6 +57,10 @@ async def stream(
     stop_on: Iterable[str] | None = None,
     loop_guard: RepairLoopGuard | None = None,
     stages: Sequence[Stage | SyncStage] = (),
+    tracer_provider: TracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
+    capture_content: bool | None = None,
+    redact: Redactor | None = None,
 ) -> AsyncGenerator[Event]:
     """Yield the typed events of one provider stream, every tool call judged.
 
@@ -65,20 +73,48 @@ async def stream(
     ``Finish``); ``loop_guard`` counts repeated rejections across the turns of a run;
     ``stages`` run after the adapter and before the judge, in the order given. Close the
     generator early with ``contextlib.aclosing`` to release the source at once.
+
+    Telemetry (``docs/observability.md``): one span per turn and one per repair or rejection,
+    and the repair-rate metrics, go to ``tracer_provider`` / ``meter_provider`` (the global ones
+    by default). Raw arguments and messages are captured only with ``capture_content=True`` (or
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` when it is ``None``), through
+    ``redact`` and capped. A telemetry failure never breaks the stream.
     """
     normalize_stop_on(stop_on)
     mapper = open_mapper(provider, max_tokens)
     composed = _stages(
-        stages, tools=tools, policy=policy, judge=judge, truncated_calls=truncated_calls,
-        stop_on=stop_on, loop_guard=loop_guard,
+        stages,
+        tools=tools,
+        policy=policy,
+        judge=judge,
+        truncated_calls=truncated_calls,
+        stop_on=stop_on,
+        loop_guard=loop_guard,
     )
     batches = run_pipeline(source, mapper, composed)
+    observer = observe_turn(
+        mapper.provider_name,
+        max_tokens=max_tokens,
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        capture_content=capture_content,
+        redact=redact,
+    )
+    observe = observer.observe
+    escaped: BaseException | None = None
     try:
         async for batch in batches:
             for event in batch:
+                observe(event)
                 yield event
+    except BaseException as error:  # recorded, never swallowed
+        escaped = error
+        raise
     finally:
-        await batches.aclose()
+        try:
+            await batches.aclose()
+        finally:
+            observer.close(escaped)
 
 
 async def collect(
@@ -93,6 +129,10 @@ async def collect(
     stop_on: Iterable[str] | None = None,
     loop_guard: RepairLoopGuard | None = None,
     stages: Sequence[Stage | SyncStage] = (),
+    tracer_provider: TracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
+    capture_content: bool | None = None,
+    redact: Redactor | None = None,
 ) -> Turn:
     """Read a whole provider stream and return the :class:`Turn`, every call judged.
 
@@ -104,16 +144,38 @@ async def collect(
     conditions = normalize_stop_on(stop_on)
     mapper = open_mapper(provider, max_tokens)
     composed = _stages(
-        stages, tools=tools, policy=policy, judge=judge, truncated_calls=truncated_calls,
-        stop_on=conditions, loop_guard=loop_guard,
+        stages,
+        tools=tools,
+        policy=policy,
+        judge=judge,
+        truncated_calls=truncated_calls,
+        stop_on=conditions,
+        loop_guard=loop_guard,
     )
     builder = TurnBuilder(provider=mapper.provider_name, stop_on=conditions)
     add = builder.add
     batches = run_pipeline(source, mapper, composed)
+    observer = observe_turn(
+        mapper.provider_name,
+        max_tokens=max_tokens,
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        capture_content=capture_content,
+        redact=redact,
+    )
+    observe = observer.observe
+    escaped: BaseException | None = None
     try:
         async for batch in batches:
             for event in batch:
+                observe(event)
                 add(event)
+    except BaseException as error:  # recorded, never swallowed
+        escaped = error
+        raise
     finally:
-        await batches.aclose()
+        try:
+            await batches.aclose()
+        finally:
+            observer.close(escaped)
     return builder.build()

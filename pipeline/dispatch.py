@@ -122,7 +122,9 @@ async def dispatch(
             results[call.call_id] = ToolResult(
                 call_id=call.call_id,
                 name=call.name,
-                content=f"Tool call {call.call_id} to `{call.name}` was not approved and was not run.",
+                content=(
+                    f"Tool call {call.call_id} to `{call.name}` was not approved and was not run."
+                ),
                 status="denied",
             )
         else:

@@ -83,9 +83,7 @@ def decide_finish(facts: FinishFacts, *, has_calls: bool, unterminated: bool) ->
     return Finish(reason=reason, raw=facts.raw, truncated=bool(evidence), evidence=tuple(evidence))
 
 
-def close_calls_and_finish(
-    calls: CallAccumulator, facts: FinishFacts, out: list[Event]
-) -> Finish:
+def close_calls_and_finish(calls: CallAccumulator, facts: FinishFacts, out: list[Event]) -> Finish:
     """Close the calls still open at the end of a stream and return the run's ``Finish``.
 
     Output is generated one token after another, so when the output was cut only the call being

@@ -141,9 +141,7 @@ class StopPolicyStage(SyncStage):
     Without a shared ``guard`` the repair-loop count covers this turn only.
     """
 
-    def __init__(
-        self, stop_on: Iterable[str] | None, guard: RepairLoopGuard | None = None
-    ) -> None:
+    def __init__(self, stop_on: Iterable[str] | None, guard: RepairLoopGuard | None = None) -> None:
         self.stop_on = normalize_stop_on(stop_on)
         self.guard = guard
 

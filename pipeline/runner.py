@@ -163,5 +163,7 @@ def run_pipeline(
         return head
     events: AsyncIterator[Event] = _flatten(head)
     for stage in rest:
-        events = drive_step(stage.start(), events) if isinstance(stage, SyncStage) else stage(events)
+        events = (
+            drive_step(stage.start(), events) if isinstance(stage, SyncStage) else stage(events)
+        )
     return _batch(events)
