@@ -115,25 +115,32 @@ async def check_stage(
 
     # early_close: take one event, then close the output.
     upstream = _Upstream(run, hang=True)
-    output = _run(stage, upstream.generate())
+    generator = upstream.generate()
+    output = _run(stage, generator)
     with anyio.fail_after(limit_seconds):
         await output.__anext__()
         aclose = getattr(output, "aclose", None)
         assert aclose is not None, "early_close: a stage's output must be closable (aclose)"
         await aclose()
-    assert upstream.closed, "early_close: closing the stage's output must close its upstream"
+    closed = upstream.closed
+    await generator.aclose()  # the kit cleans up after a broken stage either way
+    assert closed, "early_close: closing the stage's output must close its upstream"
 
     # cancellation: upstream never ends; cancel the consumer.
     upstream = _Upstream(run, hang=True)
-    output = _run(stage, upstream.generate())
+    generator = upstream.generate()
+    output = _run(stage, generator)
     with anyio.move_on_after(0.05) as scope:
         async for _ in output:
             pass
-    assert scope.cancelled_caught, "cancellation: the cancellation must propagate out of the stage"
+    cancelled = scope.cancelled_caught
     aclose = getattr(output, "aclose", None)
     if aclose is not None:
         await aclose()
-    assert upstream.closed, "cancellation: a cancelled stage must close its upstream"
+    closed = upstream.closed
+    await generator.aclose()
+    assert cancelled, "cancellation: the cancellation must propagate out of the stage"
+    assert closed, "cancellation: a cancelled stage must close its upstream"
 
     # reusable: concurrent runs of the same object give the same output as one run.
     results: list[list[Event]] = [[], []]

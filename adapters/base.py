@@ -42,9 +42,13 @@ class ProviderMapper(Protocol):
         """Take one SDK chunk object (or a decoded JSON mapping)."""
         ...
 
-    def finish(self) -> list[Event]:
-        """The source ended; return the closing events. Called exactly once."""
+    def finish(self, *, failed: bool = False) -> list[Event]:
+        """The source ended; return the closing events. Called exactly once.
+
+        ``failed``: reading the source raised (a dropped connection); nothing may be inferred
+        from the end of the source then.
+        """
         ...
 
 
-MapperFactory = Callable[[int | None], ProviderMapper]
+MapperFactory = Callable[[int | None, bool], ProviderMapper]

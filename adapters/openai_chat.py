@@ -41,18 +41,18 @@ from .sse import SSEDecoder
 __all__ = ["OpenAIChatMapper", "finish_reason_from_openai"]
 
 
-class _Function(msgspec.Struct):
+class _Function(msgspec.Struct, gc=False):
     name: str | None = None
     arguments: str | dict[str, Any] | None = None
 
 
-class _ToolCallDelta(msgspec.Struct):
+class _ToolCallDelta(msgspec.Struct, gc=False):
     index: int | None = None
     id: str | None = None
     function: _Function | None = None
 
 
-class _Delta(msgspec.Struct):
+class _Delta(msgspec.Struct, gc=False):
     content: str | None = None
     reasoning_content: str | None = None
     reasoning: str | None = None
@@ -60,40 +60,46 @@ class _Delta(msgspec.Struct):
     function_call: _Function | None = None
 
 
-class _Choice(msgspec.Struct):
+class _Choice(msgspec.Struct, gc=False):
     index: int = 0
     delta: _Delta | None = None
     finish_reason: str | None = None
 
 
-class _TokenDetails(msgspec.Struct):
+class _TokenDetails(msgspec.Struct, gc=False):
     reasoning_tokens: int | None = None
 
 
-class _Usage(msgspec.Struct):
+class _Usage(msgspec.Struct, gc=False):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     total_tokens: int | None = None
     completion_tokens_details: _TokenDetails | None = None
 
 
-class _ErrorBody(msgspec.Struct):
+class _ErrorBody(msgspec.Struct, gc=False):
     message: str | None = None
     type: str | None = None
     code: str | int | None = None
 
 
-class _Chunk(msgspec.Struct):
-    id: str | None = None
+class _LeanChunk(msgspec.Struct, gc=False):
+    """A chunk without the fields only the first chunk needs (fewer strings to allocate)."""
+
     object: str | None = None
-    model: str | None = None
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
     error: _ErrorBody | str | None = None
     message: str | None = None
 
 
+class _Chunk(_LeanChunk, gc=False):
+    id: str | None = None
+    model: str | None = None
+
+
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
+_decode_lean_chunk = msgspec.json.Decoder(_LeanChunk).decode
 _DONE = b"[DONE]"
 
 _FINISH_REASONS: dict[str, StopReason] = {
@@ -119,22 +125,41 @@ class OpenAIChatMapper:
 
     provider_name = "openai"
 
-    def __init__(self, max_tokens: int | None = None, provider_name: str = "openai") -> None:
+    def __init__(
+        self,
+        max_tokens: int | None = None,
+        provider_name: str = "openai",
+        *,
+        argument_deltas: bool = True,
+    ) -> None:
         self.provider_name = provider_name
         self._sse = SSEDecoder()
-        self._calls = CallAccumulator()
+        self._calls = CallAccumulator(emit_deltas=argument_deltas)
         self._facts = FinishFacts(max_tokens)
         self._info_sent = False
         self._uses_tool_calls = False
         self._ended = False
+        self._object_source = False
 
     # -- input -------------------------------------------------------------------------------
 
     def feed_bytes(self, data: bytes) -> list[Event]:
         """Take the next bytes of an SSE body."""
         out: list[Event] = []
-        for message in self._sse.feed(data):
-            self._payload(message.data, out)
+        decode = _decode_lean_chunk if self._info_sent else _decode_chunk
+        handle = self._chunk
+        for payload in self._sse.feed_data(data):
+            if self._ended or payload[:1] != b"{":
+                self._payload(payload, out)
+                continue
+            try:
+                chunk = decode(payload)
+            except msgspec.MsgspecError:
+                self._payload(payload, out)  # the slow path reports the error precisely
+                continue
+            handle(chunk, out, payload)
+            if self._info_sent:
+                decode = _decode_lean_chunk
         return out
 
     def feed_object(self, chunk: object) -> list[Event]:
@@ -142,6 +167,7 @@ class OpenAIChatMapper:
         out: list[Event] = []
         if self._ended:
             return out
+        self._object_source = True
         dump = getattr(chunk, "model_dump", None)
         payload = dump() if callable(dump) else chunk
         try:
@@ -164,11 +190,17 @@ class OpenAIChatMapper:
         self._payload(data, out)
         return out
 
-    def finish(self) -> list[Event]:
+    def finish(self, *, failed: bool = False) -> list[Event]:
         """The source ended: flush the decoder, close open calls, decide the finish."""
         out: list[Event] = []
         for message in self._sse.finish():
             self._payload(message.data, out)
+        if self._object_source and not failed and self._facts.output_tokens is not None:
+            # The SDK consumes ``[DONE]`` itself, so an SDK source cannot show it. A usage report
+            # is only sent once generation is over (OpenRouter/Kimi never sends a finish reason),
+            # so a clean end after usage stands for the terminator; without usage, a stream that
+            # simply stopped stays ``disconnected``: a bad call must never run.
+            self._facts.terminated = True
         self._end(out)
         return out
 
@@ -177,7 +209,7 @@ class OpenAIChatMapper:
     def _payload(self, data: bytes, out: list[Event]) -> None:
         if self._ended:
             return
-        if data == _DONE or data.strip() == _DONE:
+        if data[:1] != b"{" and data.strip() == _DONE:
             self._facts.terminated = True
             self._end(out)
             return
@@ -205,65 +237,110 @@ class OpenAIChatMapper:
             return
         self._chunk(chunk, out, data)
 
-    def _chunk(self, chunk: _Chunk, out: list[Event], data: bytes) -> None:
+    def _chunk(self, chunk: _LeanChunk, out: list[Event], data: bytes) -> None:
+        choices = chunk.choices
+        if (
+            choices is not None
+            and len(choices) == 1
+            and chunk.usage is None
+            and chunk.error is None
+            and self._info_sent
+        ):
+            # The hot path, most chunks of a long call: one argument piece for the latest call.
+            choice = choices[0]
+            delta = choice.delta
+            if choice.finish_reason is None and choice.index == 0 and delta is not None:
+                tool_calls = delta.tool_calls
+                if (
+                    tool_calls is not None
+                    and len(tool_calls) == 1
+                    and delta.content is None
+                    and delta.reasoning_content is None
+                    and delta.reasoning is None
+                ):
+                    fragment = tool_calls[0]
+                    function = fragment.function
+                    if (
+                        fragment.id is None
+                        and function is not None
+                        and function.name is None
+                        and type(function.arguments) is str
+                        and self._calls.continuation(out, fragment.index, function.arguments)
+                    ):
+                        return
+        self._any_chunk(chunk, out, data)
+
+    def _any_chunk(self, chunk: _LeanChunk, out: list[Event], data: bytes) -> None:
         if chunk.error is not None or chunk.object == "error":
             self._error(chunk, out, data)
             return
-        if not self._info_sent and (chunk.model is not None or chunk.id is not None):
-            self._info_sent = True
-            out.append(ResponseInfo(model=chunk.model, response_id=chunk.id))
+        if not self._info_sent and isinstance(chunk, _Chunk):
+            self._info(chunk, out)
         choices = chunk.choices
         if choices:
             for choice in choices:
-                if choice.index == 0:
-                    self._choice(choice, out)
+                if choice.index != 0:
+                    continue
+                if choice.delta is not None:
+                    self._delta(choice.delta, out)
+                if choice.finish_reason is not None:
+                    self._finish_reason(choice.finish_reason)
         usage = chunk.usage
         if usage is not None:
-            details = usage.completion_tokens_details
-            self._facts.output_tokens = usage.completion_tokens
-            out.append(
-                Usage(
-                    input_tokens=usage.prompt_tokens,
-                    output_tokens=usage.completion_tokens,
-                    total_tokens=usage.total_tokens,
-                    reasoning_tokens=details.reasoning_tokens if details is not None else None,
+            self._usage(usage, out)
+
+    def _info(self, chunk: _Chunk, out: list[Event]) -> None:
+        if chunk.model is None and chunk.id is None:
+            return
+        self._info_sent = True
+        if chunk.id:
+            self._calls.seed_ids(chunk.id)
+        out.append(ResponseInfo(model=chunk.model, response_id=chunk.id))
+
+    def _usage(self, usage: _Usage, out: list[Event]) -> None:
+        details = usage.completion_tokens_details
+        self._facts.output_tokens = usage.completion_tokens
+        out.append(
+            Usage(
+                input_tokens=usage.prompt_tokens,
+                output_tokens=usage.completion_tokens,
+                total_tokens=usage.total_tokens,
+                reasoning_tokens=details.reasoning_tokens if details is not None else None,
+            )
+        )
+
+    def _delta(self, delta: _Delta, out: list[Event]) -> None:
+        reasoning = delta.reasoning_content or delta.reasoning
+        if reasoning:
+            out.append(ReasoningDelta(text=reasoning))
+        if delta.content:
+            out.append(TextDelta(text=delta.content))
+        tool_calls = delta.tool_calls
+        if tool_calls:
+            self._uses_tool_calls = True
+            for fragment in tool_calls:
+                function = fragment.function
+                self._calls.fragment(
+                    out,
+                    index=fragment.index,
+                    call_id=fragment.id,
+                    name=function.name if function is not None else None,
+                    arguments=function.arguments if function is not None else None,
                 )
+        elif delta.function_call is not None and not self._uses_tool_calls:
+            legacy = delta.function_call
+            self._calls.fragment(
+                out, index=None, call_id=None, name=legacy.name, arguments=legacy.arguments
             )
 
-    def _choice(self, choice: _Choice, out: list[Event]) -> None:
-        delta = choice.delta
-        if delta is not None:
-            reasoning = delta.reasoning_content or delta.reasoning
-            if reasoning:
-                out.append(ReasoningDelta(text=reasoning))
-            if delta.content:
-                out.append(TextDelta(text=delta.content))
-            tool_calls = delta.tool_calls
-            if tool_calls:
-                self._uses_tool_calls = True
-                for fragment in tool_calls:
-                    function = fragment.function
-                    self._calls.fragment(
-                        out,
-                        index=fragment.index,
-                        call_id=fragment.id,
-                        name=function.name if function is not None else None,
-                        arguments=function.arguments if function is not None else None,
-                    )
-            elif delta.function_call is not None and not self._uses_tool_calls:
-                legacy = delta.function_call
-                self._calls.fragment(
-                    out, index=None, call_id=None, name=legacy.name, arguments=legacy.arguments
-                )
-        raw = choice.finish_reason
-        if raw is not None:
-            facts = self._facts
-            facts.raw = raw
-            facts.reason = finish_reason_from_openai(raw)
-            if facts.reason == "length":
-                facts.length_signal = True
+    def _finish_reason(self, raw: str) -> None:
+        facts = self._facts
+        facts.raw = raw
+        facts.reason = finish_reason_from_openai(raw)
+        if facts.reason == "length":
+            facts.length_signal = True
 
-    def _error(self, chunk: _Chunk, out: list[Event], data: bytes) -> None:
+    def _error(self, chunk: _LeanChunk, out: list[Event], data: bytes) -> None:
         body = chunk.error
         code: str | None = None
         if isinstance(body, _ErrorBody):

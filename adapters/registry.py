@@ -27,12 +27,14 @@ __all__ = [
     "provider_names",
 ]
 
-_Factory = Callable[[int | None], ProviderMapper]
+_Factory = Callable[[int | None, bool], ProviderMapper]
 
 
 def _openai_chat(gen_ai_name: str) -> _Factory:
-    def factory(max_tokens: int | None) -> ProviderMapper:
-        return OpenAIChatMapper(max_tokens=max_tokens, provider_name=gen_ai_name)
+    def factory(max_tokens: int | None, argument_deltas: bool) -> ProviderMapper:
+        return OpenAIChatMapper(
+            max_tokens=max_tokens, provider_name=gen_ai_name, argument_deltas=argument_deltas
+        )
 
     return factory
 
@@ -61,16 +63,24 @@ def provider_names() -> list[str]:
     return sorted(PROVIDERS)
 
 
-def open_mapper(provider: str, max_tokens: int | None) -> ProviderMapper:
-    """A fresh mapper for one stream of ``provider``."""
+def open_mapper(
+    provider: str, max_tokens: int | None, *, argument_deltas: bool = True
+) -> ProviderMapper:
+    """A fresh mapper for one stream of ``provider``.
+
+    ``argument_deltas=False`` skips the per-piece ``ToolCallArgumentsDelta`` events (the pieces
+    are still accumulated): ``collect`` uses it when no stage of the caller's will read them.
+    """
     factory = PROVIDERS.get(provider)
     if factory is None:
         raise ConfigurationError(
             f"unknown provider {provider!r}; expected one of: {', '.join(provider_names())}"
         )
-    if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+    if max_tokens is not None and (
+        type(max_tokens) is not int or max_tokens < 1  # bool is an int, and is not a limit
+    ):
         raise ConfigurationError(f"max_tokens must be a positive int, got {max_tokens!r}")
-    return factory(max_tokens)
+    return factory(max_tokens, argument_deltas)
 
 
 def history_format(provider: str) -> HistoryFormat:

@@ -44,12 +44,14 @@ class Scan:
 
     ``groups`` are the complete top-level bracket groups as ``(start, end)`` slices.
     ``unterminated`` says what the text ends inside (``None`` when it ends outside any value).
-    ``broken`` is the start of a top-level group whose brackets do not match (``{"a": 1]``);
-    scanning stops there because nothing after a mismatch can be located reliably.
+    ``open_start`` is where the top-level group (or leading string) still open at the end
+    starts. ``broken`` is the start of a top-level group whose brackets do not match
+    (``{"a": 1]``); scanning stops there because nothing after a mismatch can be located.
     """
 
     groups: list[tuple[int, int]] = field(default_factory=list)
     unterminated: Unterminated | None = None
+    open_start: int | None = None
     broken: int | None = None
 
 
@@ -75,6 +77,7 @@ def scan(text: str) -> Scan:
         match = DOUBLE_QUOTED.match(text, first)
         if match is None:
             result.unterminated = "string"
+            result.open_start = first
             return result
         index = match.end()
     while index < length:
@@ -94,6 +97,7 @@ def scan(text: str) -> Scan:
             match = DOUBLE_QUOTED.match(text, index)
             if match is None:
                 result.unterminated = "string"
+                result.open_start = group_start
                 return result
             index = match.end()
         elif char == "'":
@@ -101,6 +105,7 @@ def scan(text: str) -> Scan:
                 match = SINGLE_QUOTED.match(text, index)
                 if match is None:
                     result.unterminated = "string"
+                    result.open_start = group_start
                     return result
                 index = match.end()
             else:
@@ -113,6 +118,7 @@ def scan(text: str) -> Scan:
                 close = text.find(token, index + len(token))
                 if close < 0:
                     result.unterminated = "string"
+                    result.open_start = group_start
                     return result
                 index = close + len(token)
         elif char in _CLOSER_OF:
@@ -127,4 +133,5 @@ def scan(text: str) -> Scan:
                 result.groups.append((group_start, index))
     if stack:
         result.unterminated = "object" if stack[-1] == "{" else "array"
+        result.open_start = group_start
     return result

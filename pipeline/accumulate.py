@@ -11,8 +11,10 @@ arguments)``, and each bends the rules somewhere. The rules here, each from a re
   call at all when there is no index (Mistral sends no ``index``).
 - ``index`` values are the provider's and may start at 1; events carry toolwire's own ``index``:
   the call's position in the turn, 0, 1, 2...
-- No id at all: a stable id is synthesized once (``toolwire-<n>``), used in every event about
-  that call, and never reused within the run.
+- No id at all: a stable id is synthesized once (``toolwire-<run>-<n>``, where ``<run>`` is a
+  hash of the response id, or random when there is none),
+  used in every event about that call, never reused, and never looked up by id, so a provider
+  id equal to it cannot merge two calls.
 - Arguments sent as an object are serialized once with msgspec (``arguments_form="object"``).
 - A call opening on a *new* provider index closes the calls on other indexes (``next_call``):
   that is how OpenAI streams parallel calls. A fragment for a call that was closed that way is a
@@ -25,6 +27,8 @@ call (:meth:`close_all` at the finish or end of the stream).
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from typing import Any
 
 import msgspec
@@ -83,15 +87,30 @@ class OpenCall:
 class CallAccumulator:
     """Per-run state for one stream's tool calls; create one per stream."""
 
-    __slots__ = ("_by_id", "_by_index", "_calls", "_latest", "_next_synthetic", "_prefix")
+    __slots__ = (
+        "_by_id",
+        "_by_index",
+        "_calls",
+        "_latest",
+        "_next_synthetic",
+        "_prefix",
+        "emit_deltas",
+    )
 
-    def __init__(self, synthetic_prefix: str = "toolwire-call-") -> None:
+    def __init__(self, *, emit_deltas: bool = True) -> None:
         self._calls: list[OpenCall] = []
+        #: Provider ids only: a synthesized id is never looked up, so a provider id that happens
+        #: to equal one can never be merged into a synthesized call.
         self._by_id: dict[str, OpenCall] = {}
         self._by_index: dict[int, OpenCall] = {}
         self._latest: OpenCall | None = None
         self._next_synthetic = 0
-        self._prefix = synthetic_prefix
+        # A per-run part keeps synthesized ids unique across the turns of a history; it comes
+        # from the response id when the provider sends one (see seed_ids), so replays agree.
+        self._prefix = f"toolwire-{secrets.token_hex(4)}-"
+        #: Emit a ToolCallArgumentsDelta per piece. ``collect`` turns it off when nothing but
+        #: the Turn reads the events: the pieces are still accumulated, byte for byte.
+        self.emit_deltas = emit_deltas
 
     @property
     def calls(self) -> list[OpenCall]:
@@ -137,7 +156,25 @@ class CallAccumulator:
             )
             return
         call.pieces.append(text)
-        out.append(ToolCallArgumentsDelta(call_id=call.call_id, index=call.index, delta=text))
+        if self.emit_deltas:
+            out.append(ToolCallArgumentsDelta(call_id=call.call_id, index=call.index, delta=text))
+
+    def continuation(self, out: list[Event], index: int | None, arguments: str) -> bool:
+        """The hot path: a fragment with only ``index`` and string arguments, for the latest call.
+
+        Returns False when the fragment is not that simple case; the caller then uses
+        :meth:`fragment`, which handles every case.
+        """
+        call = self._latest
+        if call is None or call.closed or call.provider_index != index or index is None:
+            return False
+        if arguments:
+            call.pieces.append(arguments)
+            if self.emit_deltas:
+                out.append(
+                    ToolCallArgumentsDelta(call_id=call.call_id, index=call.index, delta=arguments)
+                )
+        return True
 
     def _resolve(
         self, out: list[Event], index: int | None, call_id: str | None, name: str | None
@@ -183,12 +220,10 @@ class CallAccumulator:
         if call_id is None:
             call_id = f"{self._prefix}{self._next_synthetic}"
             self._next_synthetic += 1
-            while call_id in self._by_id:  # never reuse an id the provider also used
-                call_id = f"{self._prefix}{self._next_synthetic}"
-                self._next_synthetic += 1
         call = OpenCall(call_id, name or "", len(self._calls), index, synthesized)
         self._calls.append(call)
-        self._by_id[call_id] = call
+        if not synthesized:
+            self._by_id[call_id] = call
         if index is not None:
             self._by_index[index] = call
         self._latest = call
@@ -198,6 +233,12 @@ class CallAccumulator:
             )
         )
         return call
+
+    def seed_ids(self, response_id: str) -> None:
+        """Derive the synthesized-id prefix from the response id (before any id is made up)."""
+        if self._next_synthetic == 0:
+            digest = hashlib.blake2b(response_id.encode(), digest_size=4).hexdigest()
+            self._prefix = f"toolwire-{digest}-"
 
     @property
     def latest(self) -> OpenCall | None:

@@ -142,7 +142,8 @@ async def collect(
     says which conditions held.
     """
     conditions = normalize_stop_on(stop_on)
-    mapper = open_mapper(provider, max_tokens)
+    # Nothing but the Turn reads argument pieces unless the caller plugged in stages.
+    mapper = open_mapper(provider, max_tokens, argument_deltas=bool(stages))
     composed = _stages(
         stages,
         tools=tools,

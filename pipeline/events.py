@@ -159,7 +159,9 @@ class ProviderError(Event, frozen=True, tag="provider.error"):
     """
 
     message: str
-    kind: Literal["error_payload", "not_json", "unknown_shape", "protocol"] = "error_payload"
+    kind: Literal["error_payload", "not_json", "unknown_shape", "protocol", "transport"] = (
+        "error_payload"
+    )
     code: str | None = None
     raw: str = ""
     fatal: bool = False

@@ -174,7 +174,7 @@ def run_stop_reason(
 
     The first condition that holds wins, in this order: a policy stop (its first condition;
     ``content_filter`` counts as ``error``), a provider ``error`` or dropped stream, a turn with
-    no tool calls (``done``), ``max_steps`` reached.
+    no tool calls (``done``, or ``length`` when that answer was cut off), ``max_steps`` reached.
     """
     if stopped_by:
         first = stopped_by[0]
@@ -183,6 +183,8 @@ def run_stop_reason(
     if stop_reason in ("error", "disconnected"):
         return RunStop("error", f"the provider stream ended with {stop_reason!r}")
     if not has_calls:
+        if stop_reason == "length":
+            return RunStop("length", "the final answer was cut off at the token limit")
         return RunStop("done")
     if max_steps is not None and step >= max_steps:
         return RunStop("max_steps", f"{step} steps taken, the limit is {max_steps}")

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..adapters.base import ProviderMapper
 from .errors import SourceTypeError
-from .events import Event
+from .events import Event, ProviderError
 from .stage import EventStep, Stage, SyncStage, aclose_quietly, drive_step
 
 __all__ = ["Source", "run_pipeline"]
@@ -49,13 +49,29 @@ async def _close_source(source: object) -> None:
 
 
 async def mapped_batches(source: Source, mapper: ProviderMapper) -> AsyncGenerator[list[Event]]:
-    """Read ``source`` and yield the events of each read, ending with the mapper's finish."""
+    """Read ``source`` and yield the events of each read, ending with the mapper's finish.
+
+    A source that fails while being read (``httpx.RemoteProtocolError`` on a dropped connection,
+    a read timeout) does not lose the turn: the failure becomes a fatal ``ProviderError`` of kind
+    ``transport`` and the mapper finishes with what it has (a dropped stream: ``disconnected``,
+    the open call marked ``truncated``). Cancellation and other ``BaseException`` pass through.
+    """
+    failure: ProviderError | None = None
     if isinstance(source, bytes | bytearray | str):
         yield _feed(mapper, source)
     elif isinstance(source, AsyncIterable):
         iterator = aiter(source)
         try:
-            async for item in iterator:
+            while True:
+                # Only reading the source is guarded: a bug in a mapper must not look like a
+                # dropped connection.
+                try:
+                    item = await anext(iterator)
+                except StopAsyncIteration:
+                    break
+                except Exception as error:
+                    failure = _transport_error(error)
+                    break
                 batch = _feed(mapper, item)
                 if batch:
                     yield batch
@@ -64,7 +80,15 @@ async def mapped_batches(source: Source, mapper: ProviderMapper) -> AsyncGenerat
             if iterator is not source:
                 await _close_source(source)
     elif isinstance(source, Iterable):
-        for item in source:
+        items = iter(source)
+        while True:
+            try:
+                item = next(items)
+            except StopIteration:
+                break
+            except Exception as error:
+                failure = _transport_error(error)
+                break
             batch = _feed(mapper, item)
             if batch:
                 yield batch
@@ -73,7 +97,21 @@ async def mapped_batches(source: Source, mapper: ProviderMapper) -> AsyncGenerat
             "source must be bytes, an async iterable of bytes (httpx aiter_bytes()), an async "
             f"iterable of SDK chunk objects, or an iterable of those; got {type(source).__name__}"
         )
-    yield mapper.finish()
+    if failure is not None:
+        yield [failure, *mapper.finish(failed=True)]
+    else:
+        yield mapper.finish()
+
+
+def _transport_error(error: Exception) -> ProviderError:
+    text = str(error)
+    name = type(error).__name__
+    return ProviderError(
+        message=f"the stream failed while being read: {name}: {text}" if text else name,
+        kind="transport",
+        code=name,
+        fatal=True,
+    )
 
 
 class FusedSteps:

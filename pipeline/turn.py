@@ -7,6 +7,7 @@ is built by :class:`TurnBuilder`, a plain synchronous sink that anyone consuming
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -19,7 +20,6 @@ from .events import (
     ResponseInfo,
     StopCondition,
     StopReason,
-    StreamEnd,
     TextDelta,
     ToolCallComplete,
     ToolCallReady,
@@ -128,7 +128,7 @@ class TurnBuilder:
         "_reasoning",
         "_stopped_by",
         "_text",
-        "_usage",
+        "_usage_event",
         "provider",
         "stop_on",
     )
@@ -144,34 +144,41 @@ class TurnBuilder:
         self._calls: list[CallRecord] = []
         self._errors: list[ProviderError] = []
         self._finish: Finish | None = None
-        self._usage: Usage | None = None
+        self._usage_event: Usage | None = None
         self._info: ResponseInfo | None = None
 
     def add(self, event: Event) -> None:
-        """Take one event."""
-        match event:
-            case TextDelta(text=text):
-                self._text.append(text)
-            case ReasoningDelta(text=text):
-                self._reasoning.append(text)
-            case ToolCallReady() | ToolCallRepaired() | ToolCallRejected():
-                self._calls.append(CallRecord.from_event(event.call, event.verdict))
-            case ToolCallComplete():
-                self._calls.append(CallRecord.from_event(event))
-            case Usage():
-                self._usage = event
-            case Finish():
-                self._finish = event
-            case ProviderError():
-                self._errors.append(event)
-            case ResponseInfo():
-                self._info = event
-            case TurnStopped(conditions=conditions):
-                self._stopped_by = conditions
-            case StreamEnd():
-                pass
-            case _:
-                pass
+        """Take one event (a dict lookup on its type; events it does not know are ignored)."""
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    def _text_delta(self, event: TextDelta) -> None:
+        self._text.append(event.text)
+
+    def _reasoning_delta(self, event: ReasoningDelta) -> None:
+        self._reasoning.append(event.text)
+
+    def _judged(self, event: ToolCallReady | ToolCallRepaired | ToolCallRejected) -> None:
+        self._calls.append(CallRecord.from_event(event.call, event.verdict))
+
+    def _complete(self, event: ToolCallComplete) -> None:
+        self._calls.append(CallRecord.from_event(event))
+
+    def _usage(self, event: Usage) -> None:
+        self._usage_event = event
+
+    def _finish_event(self, event: Finish) -> None:
+        self._finish = event
+
+    def _error(self, event: ProviderError) -> None:
+        self._errors.append(event)
+
+    def _info_event(self, event: ResponseInfo) -> None:
+        self._info = event
+
+    def _stopped(self, event: TurnStopped) -> None:
+        self._stopped_by = event.conditions
 
     def build(self) -> Turn:
         """The turn so far (normally called after ``StreamEnd``)."""
@@ -185,7 +192,7 @@ class TurnBuilder:
             finish_raw=finish.raw if finish is not None else None,
             truncated=finish.truncated if finish is not None else False,
             truncation_evidence=finish.evidence if finish is not None else (),
-            usage=self._usage,
+            usage=self._usage_event,
             errors=tuple(self._errors),
             model=info.model if info is not None else None,
             response_id=info.response_id if info is not None else None,
@@ -197,3 +204,18 @@ class TurnBuilder:
 
 def _call_index(call: CallRecord) -> int:
     return call.index
+
+
+_HANDLERS: dict[type[Event], Callable[[TurnBuilder, Any], None]] = {
+    TextDelta: TurnBuilder._text_delta,
+    ReasoningDelta: TurnBuilder._reasoning_delta,
+    ToolCallReady: TurnBuilder._judged,
+    ToolCallRepaired: TurnBuilder._judged,
+    ToolCallRejected: TurnBuilder._judged,
+    ToolCallComplete: TurnBuilder._complete,
+    Usage: TurnBuilder._usage,
+    Finish: TurnBuilder._finish_event,
+    ProviderError: TurnBuilder._error,
+    ResponseInfo: TurnBuilder._info_event,
+    TurnStopped: TurnBuilder._stopped,
+}

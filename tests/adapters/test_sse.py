@@ -105,7 +105,7 @@ def test_data_without_space_and_with_two_spaces() -> None:
 
 
 def test_several_data_lines_are_joined_with_newline() -> None:
-    assert decode(b"data: {\ndata: \"a\": 1\ndata: }\n\n") == [(None, b'{\n"a": 1\n}')]
+    assert decode(b'data: {\ndata: "a": 1\ndata: }\n\n') == [(None, b'{\n"a": 1\n}')]
 
 
 def test_event_name_applies_to_one_event_only() -> None:

@@ -1,0 +1,100 @@
+"""The text the model reads when its call was rejected.
+
+The message is deterministic (same verdict, same text) and always has the same four parts:
+what happened to which call, what exactly went wrong and where, what was received (capped at
+:data:`QUOTE_LIMIT` characters), and what to do next. It is rendered from the verdict, the tool
+name and the raw text only, so the stage can re-render it once it knows the call id.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..pipeline.verdict import Verdict
+
+__all__ = ["QUOTE_LIMIT", "quote_received", "render_message"]
+
+#: How many characters of the raw arguments a message quotes at most.
+QUOTE_LIMIT = 500
+
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
+_SPLIT_ADVICE = (
+    "A plain retry will hit the same limit: send smaller arguments, "
+    "or split the work into several smaller calls."
+)
+
+
+def _printable(text: str) -> str:
+    """Make ``text`` safe to show and to encode: escape control characters, replace surrogates."""
+
+    def replace(match: re.Match[str]) -> str:
+        char = match.group()
+        return "\ufffd" if "\ud800" <= char <= "\udfff" else f"\\x{ord(char):02x}"
+
+    return _UNPRINTABLE.sub(replace, text)
+
+
+def quote_received(raw: str) -> str:
+    """The ``Received ...`` line: the raw text, capped, with its total length when longer."""
+    length = len(raw)
+    if length == 0:
+        return "Received: nothing (the arguments were empty)."
+    if length <= QUOTE_LIMIT:
+        return f"Received ({length} characters): {_printable(raw)}"
+    shown = _printable(raw[:QUOTE_LIMIT])
+    return f"Received (first {QUOTE_LIMIT} of {length} characters): {shown}…"
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
+def render_message(
+    verdict: Verdict, *, tool: str, raw: str, call_id: str | None = None
+) -> str | None:
+    """The model-facing message for a rejected verdict (``None`` when the call may run).
+
+    ``raw`` is the arguments text exactly as received; ``call_id`` is named when known.
+    """
+    if verdict.outcome != "rejected" or verdict.reason is None:
+        return None
+    subject = f"Tool call `{tool}`" + (f" (id {call_id})" if call_id else "")
+    details = [line for line in (verdict.detail or "").splitlines() if line.strip()]
+    middle = [_sentence(line) for line in details]
+    reason = verdict.reason
+    if reason == "truncated":
+        summary = (
+            f"it was cut off at the output-token limit after {verdict.raw_length} characters, "
+            "so it was not run."
+        )
+        advice = _SPLIT_ADVICE
+    elif reason == "not_json":
+        summary = "its arguments are not valid JSON."
+        middle = [f"Problem: {line}" for line in middle]
+        advice = (
+            f"Call `{tool}` again with its arguments as exactly one JSON object: keys and "
+            "string values in double quotes, nothing before or after it."
+        )
+    elif reason == "wrong_type":
+        summary = "its arguments must be a JSON object."
+        advice = f"Call `{tool}` again with one JSON object whose keys are the parameter names."
+    elif reason == "ambiguous":
+        summary = "its arguments hold more than one JSON object, so there is no single call to run."
+        advice = "Make one call per action, each with exactly one JSON object as its arguments."
+    elif reason == "schema":
+        summary = f"its arguments do not match the parameters of `{tool}`:"
+        middle = [f"- {line.strip()}" for line in details]
+        advice = f"Fix these and call `{tool}` again."
+    elif reason == "unknown_tool":
+        summary = f"there is no tool named `{tool}`."
+        advice = "Call one of the available tools by its exact name."
+    else:  # too_large
+        summary = "its arguments are too large."
+        advice = "Send smaller arguments, or split the work into several smaller calls."
+    verb = "" if reason == "truncated" else " was not run"
+    header = f"{subject}{verb}: {summary}" if verb else f"{subject}: {summary}"
+    return "\n".join([header, *middle, quote_received(raw), advice])

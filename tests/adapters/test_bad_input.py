@@ -1,0 +1,257 @@
+"""Broken provider streams and bad use: typed errors, nothing received before is lost."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from _toolwire_testdata import aiter_items, chat_chunk, sse_body
+
+import toolwire
+from toolwire.adapters.base import RAW_CAP
+from toolwire.pipeline.errors import ConfigurationError, SourceTypeError, ToolwireError
+from toolwire.pipeline.events import Finish, ProviderError, StreamEnd
+
+pytestmark = pytest.mark.anyio
+
+TEXT_AND_PARTIAL_CALL = [
+    chat_chunk({"role": "assistant", "content": "Let me check"}),
+    chat_chunk({"content": "."}),
+    chat_chunk({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "lookup"}}]}),
+    chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "ber'}}]}),
+]
+
+
+async def test_data_line_that_is_not_json() -> None:
+    body = sse_body(
+        [
+            chat_chunk({"content": "Hi"}),
+            "this is { not json",
+            chat_chunk({"content": "!"}),
+            chat_chunk({}, "stop"),
+        ]
+    )
+    turn = await toolwire.collect(body, judge=False)
+    assert turn.text == "Hi!"
+    assert len(turn.errors) == 1
+    error = turn.errors[0]
+    assert (error.kind, error.fatal, error.raw) == ("not_json", False, "this is { not json")
+    # A non-fatal error does not change how the turn ended.
+    assert (turn.stop_reason, turn.truncated) == ("end_turn", False)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    ['{"choices": 5}', '{"choices": [{"delta": "text"}]}', "[1, 2]", '"just a string"'],
+)
+async def test_unknown_chunk_shape(payload: str) -> None:
+    body = sse_body([chat_chunk({"content": "Hi"}), payload, chat_chunk({}, "stop")])
+    turn = await toolwire.collect(body, judge=False)
+    assert turn.text == "Hi"
+    assert [(e.kind, e.fatal, e.raw) for e in turn.errors] == [("unknown_shape", False, payload)]
+    assert turn.stop_reason == "end_turn"
+
+
+async def test_in_band_error_after_text_and_a_partial_call() -> None:
+    error_payload = {
+        "error": {"message": "The server had an error", "type": "server_error", "code": None}
+    }
+    body = sse_body([*TEXT_AND_PARTIAL_CALL, error_payload], done=False)
+    events = [e async for e in toolwire.stream(body, judge=False)]
+    errors = [e for e in events if isinstance(e, ProviderError)]
+    assert len(errors) == 1
+    assert errors[0].message == "The server had an error"
+    assert errors[0].kind == "error_payload"
+    assert errors[0].code == "server_error"
+    assert errors[0].fatal is True
+    assert '"server_error"' in errors[0].raw
+    assert isinstance(events[-2], Finish)
+    assert isinstance(events[-1], StreamEnd)
+    assert events[-1].terminated is False
+
+    turn = await toolwire.collect(body, judge=False)
+    assert turn.text == "Let me check."
+    assert [(c.call_id, c.name, c.arguments_raw, c.truncated) for c in turn.calls] == [
+        ("call_1", "lookup", '{"q": "ber', True)
+    ]
+    assert turn.stop_reason == "error"
+    assert turn.finish_raw is None
+    assert turn.errors == tuple(errors)
+
+
+async def test_in_band_error_raw_text_is_capped() -> None:
+    message = "x" * 5000
+    payload = json.dumps({"error": {"message": message, "type": "server_error"}})
+    body = sse_body([chat_chunk({"content": "a"}), payload], done=False)
+    turn = await toolwire.collect(body, judge=False)
+    (error,) = turn.errors
+    assert error.message == message  # the message itself is the provider's, kept whole
+    assert len(error.raw) < 600
+    assert error.raw.startswith('{"error": {"message": "xxx')
+    assert error.raw[:RAW_CAP] == payload[:RAW_CAP]
+    assert error.raw.endswith(f"({len(payload)} characters)")
+    assert turn.stop_reason == "error"
+
+
+async def test_long_not_json_line_is_capped() -> None:
+    line = "<html>" + "y" * 10_000
+    turn = await toolwire.collect(sse_body([line, chat_chunk({}, "stop")]), judge=False)
+    (error,) = turn.errors
+    assert error.kind == "not_json"
+    assert error.raw.startswith("<html>yyy")
+    assert len(error.raw) <= RAW_CAP + 40
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"error": "upstream timed out"},
+        {"object": "error", "message": "vLLM says no", "type": "BadRequestError", "code": 400},
+    ],
+)
+async def test_other_error_payload_shapes(payload: dict[str, Any]) -> None:
+    body = sse_body([chat_chunk({"content": "a"}), payload], done=False)
+    turn = await toolwire.collect(body, judge=False)
+    assert turn.text == "a"
+    (error,) = turn.errors
+    assert error.fatal is True
+    assert error.message in ("upstream timed out", "vLLM says no")
+    assert turn.stop_reason == "error"
+
+
+async def test_stream_cut_with_no_finish_and_no_done() -> None:
+    body = sse_body(TEXT_AND_PARTIAL_CALL, done=False)
+    events = [e async for e in toolwire.stream(body, judge=False)]
+    assert isinstance(events[-1], StreamEnd)
+    assert events[-1].terminated is False
+    turn = await toolwire.collect(body, judge=False)
+    assert turn.stop_reason == "disconnected"
+    assert turn.truncated is True
+    assert "no_finish" in turn.truncation_evidence
+    assert turn.truncation_evidence == ("arguments_unterminated", "no_finish")
+    assert turn.text == "Let me check."
+    assert [(c.arguments_raw, c.truncated) for c in turn.calls] == [('{"q": "ber', True)]
+    assert turn.errors == ()
+
+
+async def test_stream_cut_after_complete_looking_arguments_is_still_cut() -> None:
+    # The arguments parse, but no finish and no [DONE] arrived: nothing says the call was whole.
+    chunks = [
+        chat_chunk({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f"}}]}),
+        chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"a": 1}'}}]}),
+    ]
+    turn = await toolwire.collect(sse_body(chunks, done=False), judge=False)
+    assert (turn.stop_reason, turn.truncation_evidence) == ("disconnected", ("no_finish",))
+    assert [c.truncated for c in turn.calls] == [True]
+
+
+async def test_empty_body() -> None:
+    turn = await toolwire.collect(b"", judge=False)
+    assert (turn.text, turn.calls, turn.stop_reason) == ("", (), "disconnected")
+    assert turn.truncation_evidence == ("no_finish",)
+
+
+async def test_done_only() -> None:
+    turn = await toolwire.collect(b"data: [DONE]\n\n", judge=False)
+    assert (turn.stop_reason, turn.truncated, turn.errors) == ("end_turn", False, ())
+
+
+@pytest.mark.parametrize(
+    "source", [42, None, object(), 3.5], ids=["int", "None", "object", "float"]
+)
+async def test_source_of_the_wrong_type(source: object) -> None:
+    with pytest.raises(SourceTypeError, match="source must be"):
+        await toolwire.collect(source, judge=False)  # type: ignore[arg-type]
+    with pytest.raises(SourceTypeError):
+        async for _ in toolwire.stream(source, judge=False):  # type: ignore[arg-type]
+            pass
+
+
+async def test_unawaited_coroutine_source_is_a_type_error() -> None:
+    async def create() -> bytes:  # e.g. forgot `await client.chat.completions.create(...)`
+        return b""
+
+    coroutine = create()
+    try:
+        with pytest.raises(SourceTypeError):
+            await toolwire.collect(coroutine, judge=False)  # type: ignore[arg-type]
+    finally:
+        coroutine.close()
+
+
+def test_source_type_error_is_a_type_error_and_a_toolwire_error() -> None:
+    assert issubclass(SourceTypeError, TypeError)
+    assert issubclass(SourceTypeError, ToolwireError)
+    assert issubclass(ToolwireError, Exception)
+
+
+async def test_unknown_provider() -> None:
+    with pytest.raises(ConfigurationError, match="unknown provider 'no-such-provider'"):
+        await toolwire.collect(b"", provider="no-such-provider", judge=False)
+    with pytest.raises(ConfigurationError):
+        async for _ in toolwire.stream(b"", provider="no-such-provider", judge=False):
+            pass
+
+
+@pytest.mark.parametrize("max_tokens", [0, -1, "10"])
+async def test_bad_max_tokens(max_tokens: Any) -> None:
+    with pytest.raises(ConfigurationError, match="max_tokens"):
+        await toolwire.collect(b"", max_tokens=max_tokens, judge=False)
+
+
+async def test_a_source_that_fails_mid_read_keeps_the_turn() -> None:
+    # httpx raises RemoteProtocolError on a dropped connection: the rollout must survive it,
+    # with what was received kept, the failure typed, and the open call cut (never run).
+    closed = []
+
+    async def source() -> Any:
+        try:
+            yield sse_body(
+                [
+                    chat_chunk({"content": "a"}),
+                    chat_chunk(
+                        {
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": "c1",
+                                    "function": {"name": "f", "arguments": "{}"},
+                                }
+                            ]
+                        }
+                    ),
+                ],
+                done=False,
+            )
+            raise ConnectionResetError("peer went away")
+        finally:
+            closed.append(True)
+
+    turn = await toolwire.collect(source())
+    assert closed == [True]
+    assert turn.text == "a"
+    (error,) = turn.errors
+    assert (error.kind, error.code, error.fatal) == ("transport", "ConnectionResetError", True)
+    assert "peer went away" in error.message
+    assert turn.stop_reason == "disconnected"
+    (call,) = turn.calls
+    assert call.truncated
+    assert call.outcome == "rejected"
+
+
+async def test_a_bug_in_a_stage_is_not_taken_for_a_dropped_connection() -> None:
+    def broken(event: toolwire.Event) -> Any:
+        raise RuntimeError("stage bug")
+
+    with pytest.raises(RuntimeError, match="stage bug"):
+        await toolwire.collect(
+            sse_body([chat_chunk({"content": "a"})]), stages=[toolwire.event_stage(broken)]
+        )
+
+
+async def test_bytes_and_str_reads_mix() -> None:
+    body = sse_body([chat_chunk({"content": "é"}), chat_chunk({}, "stop")])
+    reads: list[Any] = [body[:10], bytearray(body[10:30]), body[30:].decode()]
+    turn = await toolwire.collect(aiter_items(reads), judge=False)
+    assert (turn.text, turn.stop_reason) == ("é", "end_turn")
