@@ -51,12 +51,16 @@ def add_check_parser(commands: Any) -> None:
 
 def _run_check(args: argparse.Namespace) -> int:
     policy = STRICT_POLICY if args.strict else DEFAULT_POLICY
-    if args.jsonl:
-        return _check_lines(policy, args.schema)
-    if args.tool is None:
+    if not args.jsonl and args.tool is None:
         sys.stderr.write("toolwire: check needs --tool NAME (or --jsonl)\n")
         return 2
-    schema = _read_schema(args.schema)
+    try:
+        schema = _read_schema(args.schema)
+    except ConfigurationError as error:  # the schema file is input that cannot be read
+        sys.stderr.write(f"toolwire: {error}\n")
+        return 1
+    if args.jsonl:
+        return _check_lines(policy, schema)
     raw = sys.stdin.buffer.read().decode("utf-8", "replace")
     verdict = _judge(raw, args.tool, schema, policy)
     sys.stdout.write(_encode(verdict.to_public_dict()).decode() + "\n")
@@ -90,8 +94,7 @@ class _Line(msgspec.Struct):
 _decode_line = msgspec.json.Decoder(_Line).decode
 
 
-def _check_lines(policy: Policy, schema_path: Path | None) -> int:
-    default_schema = _read_schema(schema_path)
+def _check_lines(policy: Policy, default_schema: Any) -> int:
     failed = False
     out = sys.stdout
     for number, line in enumerate(sys.stdin.buffer, start=1):

@@ -29,13 +29,14 @@ class SSEMessage:
 class SSEDecoder:
     """Feed bytes, get complete messages. One instance per stream."""
 
-    __slots__ = ("_data", "_event", "_pending", "_saw_cr")
+    __slots__ = ("_data", "_event", "_pending", "_saw_cr", "_started")
 
     def __init__(self) -> None:
         self._pending = b""
         self._data: list[bytes] = []
         self._event: bytes | None = None
         self._saw_cr = False
+        self._started = False
 
     def feed(self, chunk: bytes) -> list[SSEMessage]:
         """Take the next bytes of the body; return the messages they complete."""
@@ -53,6 +54,18 @@ class SSEDecoder:
 
     def _feed(self, chunk: bytes) -> list[bytes | SSEMessage]:
         """Messages as bare ``bytes`` (data only, no event name) or :class:`SSEMessage`."""
+        if not self._started:
+            # A UTF-8 byte order mark may open the stream; it is not part of the first line.
+            if len(self._pending) + len(chunk) < 3 and b"\xef\xbb\xbf".startswith(
+                self._pending + chunk
+            ):
+                self._pending += chunk
+                return []
+            chunk = self._pending + chunk
+            self._pending = b""
+            self._started = True
+            if chunk.startswith(b"\xef\xbb\xbf"):
+                chunk = chunk[3:]
         if not chunk:
             return []
         if self._saw_cr and chunk[:1] == b"\n":
@@ -121,6 +134,8 @@ class SSEDecoder:
             if value[:1] == b" ":
                 value = value[1:]
             self._data.append(value)
+        elif line == b"data":
+            self._data.append(b"")  # a field name alone: the field with an empty value
         elif line[:1] == b":":
             return
         elif line[:6] == b"event:":

@@ -4,7 +4,8 @@ Training rollouts want a cut-off or malformed turn to end the episode, not to be
 retry the policy never learned; interactive agents want the opposite. So the default stops
 nothing, and ``stop_on`` names the conditions that stop a turn:
 
-- ``length``: the output was cut at the token limit (any truncation evidence);
+- ``length``: the output was cut at the token limit (``Finish.reason == "length"``: any
+  evidence but a stream that merely stopped, which is ``disconnected``);
 - ``malformed_tool_call``: at least one call was rejected;
 - ``content_filter``: the provider filtered the output;
 - ``repair_loop``: the same tool was rejected ``limit`` times in a row (default 3), counted
@@ -121,7 +122,8 @@ class _StopPolicyStep:
     def _conditions(self, finish: Finish) -> tuple[StopCondition, ...]:
         held: list[StopCondition] = []
         stop_on = self._stop_on
-        if "length" in stop_on and finish.truncated:
+        # A dropped stream is "disconnected", not "length": only the token limit counts here.
+        if "length" in stop_on and finish.reason == "length":
             held.append("length")
         if "malformed_tool_call" in stop_on and self._rejected:
             held.append("malformed_tool_call")

@@ -13,7 +13,14 @@ closes, on normal end, early exit and cancellation alike; the source is closed t
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from typing import Any
 
 from ..adapters.base import ProviderMapper
@@ -57,6 +64,11 @@ async def mapped_batches(source: Source, mapper: ProviderMapper) -> AsyncGenerat
     the open call marked ``truncated``). Cancellation and other ``BaseException`` pass through.
     """
     failure: ProviderError | None = None
+    if isinstance(source, Mapping):
+        raise SourceTypeError(
+            "source is a mapping; pass the response body (bytes) or the stream, not a decoded "
+            "JSON object (wrap one decoded chunk in a list to feed it as an SDK-like object)"
+        )
     if isinstance(source, bytes | bytearray | str):
         yield _feed(mapper, source)
     elif isinstance(source, AsyncIterable):

@@ -185,6 +185,7 @@ def observe_turn(
     provider: str,
     *,
     max_tokens: int | None = None,
+    request_model: str | None = None,
     tracer_provider: trace.TracerProvider | None = None,
     meter_provider: metrics.MeterProvider | None = None,
     capture_content: bool | None = None,
@@ -202,7 +203,7 @@ def observe_turn(
         redact=redact,
     )
     try:
-        return telemetry.start(provider, max_tokens=max_tokens)
+        return telemetry.start(provider, max_tokens=max_tokens, request_model=request_model)
     except Exception:
         _report("start")
         return NullObserver()

@@ -255,3 +255,20 @@ async def test_bytes_and_str_reads_mix() -> None:
     reads: list[Any] = [body[:10], bytearray(body[10:30]), body[30:].decode()]
     turn = await toolwire.collect(aiter_items(reads), judge=False)
     assert (turn.text, turn.stop_reason) == ("é", "end_turn")
+
+
+async def test_a_mapping_is_not_a_source() -> None:
+    with pytest.raises(toolwire.SourceTypeError, match="mapping"):
+        await toolwire.collect({"choices": []})  # type: ignore[arg-type]
+
+
+async def test_max_tokens_true_is_not_a_limit() -> None:
+    with pytest.raises(toolwire.ConfigurationError, match="max_tokens"):
+        await toolwire.collect(b"", max_tokens=True)
+
+
+def test_stream_checks_its_arguments_when_called_not_when_iterated() -> None:
+    with pytest.raises(toolwire.ConfigurationError, match="stop_on"):
+        toolwire.stream(b"", stop_on={"lenght"})
+    with pytest.raises(toolwire.ConfigurationError, match="provider"):
+        toolwire.stream(b"", provider="nope")

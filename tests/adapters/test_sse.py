@@ -158,3 +158,17 @@ def test_gemini_style_crlf_recording() -> None:
 
 def test_message_repr_names_fields() -> None:
     assert repr(SSEMessage(b"e", b"d")) == "SSEMessage(event=b'e', data=b'd')"
+
+
+def test_a_leading_byte_order_mark_is_not_part_of_the_first_line() -> None:
+    body = b"\xef\xbb\xbfdata: a\n\n"
+    for cut in range(len(body) + 1):
+        decoder = SSEDecoder()
+        got = decoder.feed(body[:cut]) + decoder.feed(body[cut:]) + decoder.finish()
+        assert [m.data for m in got] == [b"a"], cut
+
+
+def test_a_data_field_without_a_colon_is_an_empty_data_line() -> None:
+    decoder = SSEDecoder()
+    got = decoder.feed(b"data\ndata: x\n\n") + decoder.finish()
+    assert [m.data for m in got] == [b"\nx"]
