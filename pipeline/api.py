@@ -18,9 +18,16 @@ from ..adapters.registry import open_mapper
 from ..stages.judge import JudgeStage
 from .events import Event, StopCondition
 from .policy import RepairLoopGuard, StopPolicyStage, normalize_stop_on
-from .runner import Source, run_pipeline
+from .runner import Source, flatten, run_pipeline
 from .stage import Stage, SyncStage
-from .telemetry import NullObserver, Redactor, TurnObserver, observe_turn
+from .telemetry import (
+    NullObserver,
+    Redactor,
+    TurnObserver,
+    observe_turn,
+    observed_batches,
+    observed_events,
+)
 from .turn import Turn, TurnBuilder
 
 __all__ = ["TruncatedCalls", "collect", "stream"]
@@ -56,9 +63,7 @@ class _Plan:
         )
         composed: list[Stage | SyncStage] = list(stages)
         if judge:
-            composed.append(
-                JudgeStage(tools=tools, policy=policy, truncated_calls=truncated_calls)
-            )
+            composed.append(JudgeStage(tools=tools, policy=policy, truncated_calls=truncated_calls))
         if self.conditions or loop_guard is not None:
             composed.append(StopPolicyStage(self.conditions, loop_guard))
         self.stages = composed
@@ -152,22 +157,12 @@ def stream(
 async def _stream(
     source: Source, plan: _Plan, observer: TurnObserver | NullObserver
 ) -> AsyncGenerator[Event]:
-    batches = run_pipeline(source, plan.mapper, plan.stages)
-    observe = observer.observe
-    escaped: BaseException | None = None
+    events = observed_events(flatten(run_pipeline(source, plan.mapper, plan.stages)), observer)
     try:
-        async for batch in batches:
-            for event in batch:
-                observe(event)
-                yield event
-    except BaseException as error:  # recorded, never swallowed
-        escaped = error
-        raise
+        async for event in events:
+            yield event
     finally:
-        try:
-            await batches.aclose()
-        finally:
-            observer.close(escaped)
+        await events.aclose()
 
 
 async def collect(
@@ -214,20 +209,11 @@ async def collect(
     )
     builder = TurnBuilder(provider=plan.mapper.provider_name, stop_on=plan.conditions)
     add = builder.add
-    observe = observer.observe
-    batches = run_pipeline(source, plan.mapper, plan.stages)
-    escaped: BaseException | None = None
+    batches = observed_batches(run_pipeline(source, plan.mapper, plan.stages), observer)
     try:
         async for batch in batches:
             for event in batch:
-                observe(event)
                 add(event)
-    except BaseException as error:  # recorded, never swallowed
-        escaped = error
-        raise
     finally:
-        try:
-            await batches.aclose()
-        finally:
-            observer.close(escaped)
+        await batches.aclose()
     return builder.build()

@@ -63,7 +63,6 @@ async def mapped_batches(source: Source, mapper: ProviderMapper) -> AsyncGenerat
     ``transport`` and the mapper finishes with what it has (a dropped stream: ``disconnected``,
     the open call marked ``truncated``). Cancellation and other ``BaseException`` pass through.
     """
-    failure: ProviderError | None = None
     if isinstance(source, Mapping):
         raise SourceTypeError(
             "source is a mapping; pass the response body (bytes) or the stream, not a decoded "
@@ -71,32 +70,25 @@ async def mapped_batches(source: Source, mapper: ProviderMapper) -> AsyncGenerat
         )
     if isinstance(source, bytes | bytearray | str):
         yield _feed(mapper, source)
-    elif isinstance(source, AsyncIterable):
-        iterator = aiter(source)
-        try:
-            while True:
-                # Only reading the source is guarded: a bug in a mapper must not look like a
-                # dropped connection.
-                try:
-                    item = await anext(iterator)
-                except StopAsyncIteration:
-                    break
-                except Exception as error:
-                    failure = _transport_error(error)
-                    break
-                batch = _feed(mapper, item)
-                if batch:
-                    yield batch
-        finally:
-            await _close_source(iterator)
-            if iterator is not source:
-                await _close_source(source)
+        yield mapper.finish()
+        return
+    if isinstance(source, AsyncIterable):
+        iterator: AsyncIterator[Any] = aiter(source)
     elif isinstance(source, Iterable):
-        items = iter(source)
+        iterator = _from_sync(source)
+    else:
+        raise SourceTypeError(
+            "source must be bytes, an async iterable of bytes (httpx aiter_bytes()), an async "
+            f"iterable of SDK chunk objects, or an iterable of those; got {type(source).__name__}"
+        )
+    failure: ProviderError | None = None
+    try:
         while True:
+            # Only reading the source is guarded: a bug in a mapper or a stage must not look
+            # like a dropped connection.
             try:
-                item = next(items)
-            except StopIteration:
+                item = await anext(iterator)
+            except StopAsyncIteration:
                 break
             except Exception as error:
                 failure = _transport_error(error)
@@ -104,15 +96,20 @@ async def mapped_batches(source: Source, mapper: ProviderMapper) -> AsyncGenerat
             batch = _feed(mapper, item)
             if batch:
                 yield batch
-    else:
-        raise SourceTypeError(
-            "source must be bytes, an async iterable of bytes (httpx aiter_bytes()), an async "
-            f"iterable of SDK chunk objects, or an iterable of those; got {type(source).__name__}"
-        )
+    finally:
+        await _close_source(iterator)
+        if iterator is not source:
+            await _close_source(source)
     if failure is not None:
         yield [failure, *mapper.finish(failed=True)]
     else:
         yield mapper.finish()
+
+
+async def _from_sync(items: Iterable[Any]) -> AsyncGenerator[Any]:
+    """An in-memory iterable as an async one (lists of reads or chunk objects, in tests)."""
+    for item in items:
+        yield item
 
 
 def _transport_error(error: Exception) -> ProviderError:
@@ -175,7 +172,7 @@ async def _fused_head(
         await batches.aclose()
 
 
-async def _flatten(batches: AsyncGenerator[list[Event]]) -> AsyncGenerator[Event]:
+async def flatten(batches: AsyncGenerator[list[Event]]) -> AsyncGenerator[Event]:
     try:
         async for batch in batches:
             for event in batch:
@@ -211,7 +208,7 @@ def run_pipeline(
     rest = stages[rest_index:]
     if not rest:
         return head
-    events: AsyncIterator[Event] = _flatten(head)
+    events: AsyncIterator[Event] = flatten(head)
     for stage in rest:
         events = (
             drive_step(stage.start(), events) if isinstance(stage, SyncStage) else stage(events)

@@ -14,8 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from opentelemetry import metrics, trace
 
 from ..pipeline.events import Event
-from ..pipeline.stage import aclose_quietly
-from ..pipeline.telemetry import Redactor, Telemetry, observe_turn
+from ..pipeline.telemetry import Redactor, Telemetry, observe_turn, observed_events
 
 __all__ = ["TelemetryStage"]
 
@@ -58,16 +57,9 @@ class TelemetryStage:
             capture_content=self.capture_content,
             redact=self.redact,
         )
-        escaped: BaseException | None = None
+        observing = observed_events(events, observer)
         try:
-            async for event in events:
-                observer.observe(event)
+            async for event in observing:
                 yield event
-        except BaseException as error:  # recorded, never swallowed
-            escaped = error
-            raise
         finally:
-            try:
-                await aclose_quietly(events)
-            finally:
-                observer.close(escaped)
+            await observing.aclose()
