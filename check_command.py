@@ -19,7 +19,7 @@ from .judge import DEFAULT_POLICY, STRICT_POLICY, Policy, parse_arguments
 from .pipeline.errors import ConfigurationError
 from .pipeline.verdict import Verdict
 
-__all__ = ["add_check_parser"]
+__all__ = ["UnreadableInput", "add_check_parser", "read_json_file"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -54,11 +54,7 @@ def _run_check(args: argparse.Namespace) -> int:
     if not args.jsonl and args.tool is None:
         sys.stderr.write("toolwire: check needs --tool NAME (or --jsonl)\n")
         return 2
-    try:
-        schema = _read_schema(args.schema)
-    except ConfigurationError as error:  # the schema file is input that cannot be read
-        sys.stderr.write(f"toolwire: {error}\n")
-        return 1
+    schema = _read_schema(args.schema)
     if args.jsonl:
         return _check_lines(policy, schema)
     raw = sys.stdin.buffer.read().decode("utf-8", "replace")
@@ -67,18 +63,25 @@ def _run_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_schema(path: Path | None) -> Any:
-    if path is None:
-        return None
+class UnreadableInput(Exception):
+    """An input file or stream that cannot be read: one line on stderr, exit code 1."""
+
+
+def read_json_file(path: Path, expected: type, what: str) -> Any:
+    """The JSON value in ``path``, which must be a ``expected`` (a list, a dict...)."""
     try:
-        schema = msgspec.json.decode(path.read_bytes())
+        value = msgspec.json.decode(path.read_bytes())
     except OSError as error:
-        raise ConfigurationError(f"cannot read {path}: {error.strerror or error}") from None
+        raise UnreadableInput(f"cannot read {path}: {error.strerror or error}") from None
     except msgspec.DecodeError as error:
-        raise ConfigurationError(f"{path} is not JSON: {error}") from None
-    if not isinstance(schema, dict):
-        raise ConfigurationError(f"{path} must hold a JSON Schema object")
-    return schema
+        raise UnreadableInput(f"{path} is not JSON: {error}") from None
+    if not isinstance(value, expected):
+        raise UnreadableInput(f"{path} must hold {what}")
+    return value
+
+
+def _read_schema(path: Path | None) -> Any:
+    return None if path is None else read_json_file(path, dict, "a JSON Schema object")
 
 
 def _judge(raw: str, tool: str, schema: Any, policy: Policy) -> Verdict:

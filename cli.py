@@ -16,6 +16,7 @@ import anyio
 import msgspec
 
 from .adapters.registry import provider_names
+from .check_command import UnreadableInput, add_check_parser, read_json_file
 from .pipeline.api import collect
 from .pipeline.errors import ToolwireError
 from .pipeline.turn import CallRecord, Turn
@@ -24,14 +25,6 @@ from .recordings import bundled_names, read_bundled
 __all__ = ["main"]
 
 _BUNDLED = "bundled:"
-
-
-class _Failure(Exception):
-    """A one-line error for stderr with its exit code."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,14 +53,8 @@ def _parser() -> argparse.ArgumentParser:
         help="a JSON file with the list of tool definitions offered to the model",
     )
     replay.add_argument("--json", action="store_true", help="print one JSON object")
-    _add_check(commands)
-    return parser
-
-
-def _add_check(commands: Any) -> None:
-    from .check_command import add_check_parser
-
     add_check_parser(commands)
+    return parser
 
 
 def _positive_int(text: str) -> int:
@@ -83,26 +70,19 @@ def _read_source(name: str) -> bytes:
         try:
             return read_bundled(bundled)
         except KeyError:
-            raise _Failure(
+            raise UnreadableInput(
                 f"no bundled recording {bundled!r}; there are: {', '.join(bundled_names())}"
             ) from None
     try:
         return Path(name).read_bytes()
     except OSError as error:
-        raise _Failure(f"cannot read {name}: {error.strerror or error}") from None
+        raise UnreadableInput(f"cannot read {name}: {error.strerror or error}") from None
 
 
 def _load_tools(path: Path | None) -> list[Any] | None:
     if path is None:
         return None
-    try:
-        tools = msgspec.json.decode(path.read_bytes())
-    except OSError as error:
-        raise _Failure(f"cannot read {path}: {error.strerror or error}") from None
-    except msgspec.DecodeError as error:
-        raise _Failure(f"{path} is not JSON: {error}") from None
-    if not isinstance(tools, list):
-        raise _Failure(f"{path} must hold a JSON list of tool definitions")
+    tools: list[Any] = read_json_file(path, list, "a JSON list of tool definitions")
     return tools
 
 
@@ -166,7 +146,7 @@ def _replay(args: argparse.Namespace) -> int:
     tools = _load_tools(args.tools)
     turn = anyio.run(_collect, body, args.provider, args.max_tokens, tools)
     if turn.errors and not (turn.calls or turn.text or turn.model or turn.finish_raw):
-        raise _Failure(
+        raise UnreadableInput(
             f"{args.file} is not a readable {args.provider} stream: {turn.errors[0].message}"
         )
     if args.json:
@@ -194,8 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = args.handler
         code: int = handler(args)
         return code
-    except _Failure as failure:
-        _fail(str(failure), failure.code)
+    except UnreadableInput as failure:
+        _fail(str(failure), 1)
     except ToolwireError as error:
         _fail(str(error), 2)
     except KeyboardInterrupt:
