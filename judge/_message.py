@@ -9,6 +9,7 @@ name and the raw text only, so the stage can re-render it once it knows the call
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from ..pipeline.verdict import Verdict
 
@@ -54,11 +55,19 @@ def _sentence(text: str) -> str:
 
 
 def render_message(
-    verdict: Verdict, *, tool: str, raw: str, call_id: str | None = None
+    verdict: Verdict,
+    *,
+    tool: str,
+    raw: str,
+    call_id: str | None = None,
+    cut_by: Literal["token_limit", "disconnected", "error"] = "token_limit",
 ) -> str | None:
     """The model-facing message for a rejected verdict (``None`` when the call may run).
 
     ``raw`` is the arguments text exactly as received; ``call_id`` is named when known.
+    ``cut_by`` says what cut a ``truncated`` call short, so that the message stays true: the
+    output-token limit (retrying hits it again), or a stream that dropped or failed (a plain
+    retry is the right answer).
     """
     if verdict.outcome != "rejected" or verdict.reason is None:
         return None
@@ -66,7 +75,14 @@ def render_message(
     details = [line for line in (verdict.detail or "").splitlines() if line.strip()]
     middle = [_sentence(line) for line in details]
     reason = verdict.reason
-    if reason == "truncated":
+    if reason == "truncated" and cut_by != "token_limit":
+        cause = "the stream dropped" if cut_by == "disconnected" else "the provider failed"
+        summary = (
+            f"{cause} after {verdict.raw_length} characters of its arguments, before the call "
+            "was complete, so it was not run."
+        )
+        advice = f"Call `{tool}` again with the complete arguments."
+    elif reason == "truncated":
         summary = (
             f"it was cut off at the output-token limit after {verdict.raw_length} characters, "
             "so it was not run."

@@ -35,6 +35,7 @@ import msgspec
 
 from .events import (
     ClosedBy,
+    CutBy,
     Event,
     ProviderError,
     ToolCallArgumentsDelta,
@@ -246,12 +247,17 @@ class CallAccumulator:
         return self._latest
 
     def close_all(
-        self, out: list[Event], closed_by: ClosedBy, truncated: frozenset[str] = frozenset()
+        self,
+        out: list[Event],
+        closed_by: ClosedBy,
+        truncated: frozenset[str] = frozenset(),
+        cut_by: CutBy = "token_limit",
     ) -> None:
         """Close every open call (finish or end of stream); ids in ``truncated`` are marked cut."""
         for call in self._calls:
             if not call.closed:
-                self._close(out, call, closed_by, call.call_id in truncated)
+                cut = call.call_id in truncated
+                self._close(out, call, closed_by, cut, cut_by if cut else None)
 
     def close(self, out: list[Event], call: OpenCall, closed_by: ClosedBy) -> None:
         """Close one call on an explicit per-call end signal (Responses, Anthropic)."""
@@ -259,7 +265,12 @@ class CallAccumulator:
             self._close(out, call, closed_by, truncated=False)
 
     def _close(
-        self, out: list[Event], call: OpenCall, closed_by: ClosedBy, truncated: bool
+        self,
+        out: list[Event],
+        call: OpenCall,
+        closed_by: ClosedBy,
+        truncated: bool,
+        cut_by: CutBy | None = None,
     ) -> None:
         call.closed = True
         out.append(
@@ -272,5 +283,6 @@ class CallAccumulator:
                 arguments_form=call.arguments_form,
                 closed_by=closed_by,
                 truncated=truncated,
+                cut_by=cut_by,
             )
         )

@@ -30,6 +30,7 @@ from .verdict import Verdict
 __all__ = [
     "ArgumentsForm",
     "ClosedBy",
+    "CutBy",
     "Event",
     "Finish",
     "JudgedCallEvent",
@@ -76,6 +77,9 @@ StopCondition = Literal["length", "malformed_tool_call", "content_filter", "repa
 #: How a tool call's arguments arrived: as JSON text (normal) or as an object (Ollama, some
 #: compatible servers); ``object`` arguments were serialized by toolwire with msgspec.
 ArgumentsForm = Literal["string", "object"]
+
+#: What cut a call short: the output-token limit, a stream that stopped, or a fatal error.
+CutBy = Literal["token_limit", "disconnected", "error"]
 
 #: The structural signal that closed a tool call.
 ClosedBy = Literal["next_call", "call_end", "finish", "end_of_stream"]
@@ -139,6 +143,8 @@ class ToolCallComplete(Event, frozen=True, tag="tool_call.complete"):
     arguments_form: ArgumentsForm = "string"
     closed_by: ClosedBy = "finish"
     truncated: bool = False
+    #: When ``truncated``: what cut the call short (the message to the model depends on it).
+    cut_by: CutBy | None = None
 
 
 class Usage(Event, frozen=True, tag="usage"):

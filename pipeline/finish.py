@@ -7,7 +7,7 @@ friends) and report what they saw; the decision, which is the same for every pro
 from __future__ import annotations
 
 from .accumulate import CallAccumulator
-from .events import Event, Finish, StopReason, TruncationEvidence
+from .events import ClosedBy, CutBy, Event, Finish, StopReason, TruncationEvidence
 from .jsonscan import unterminated
 
 __all__ = ["FinishFacts", "close_calls_and_finish", "decide_finish"]
@@ -96,5 +96,13 @@ def close_calls_and_finish(calls: CallAccumulator, facts: FinishFacts, out: list
     latest = calls.latest
     if (finish.truncated or facts.error) and latest is not None and not latest.closed:
         cut.add(latest.call_id)
-    calls.close_all(out, "finish" if facts.raw is not None else "end_of_stream", frozenset(cut))
+    cut_by: CutBy = (
+        "error"
+        if facts.error
+        else "disconnected"
+        if finish.reason == "disconnected"
+        else "token_limit"
+    )
+    closed_by: ClosedBy = "finish" if facts.raw is not None else "end_of_stream"
+    calls.close_all(out, closed_by, frozenset(cut), cut_by)
     return finish

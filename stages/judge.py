@@ -69,6 +69,16 @@ class JudgeStage(SyncStage):
             call_id=call.call_id,
         )
         if verdict.outcome == "rejected":
+            if verdict.reason == "truncated" and call.cut_by not in (None, "token_limit"):
+                # Cut by a dropped or failed stream, not by the token limit: say so.
+                message = render_message(
+                    verdict,
+                    tool=call.name,
+                    raw=call.arguments_raw,
+                    call_id=call.call_id,
+                    cut_by=call.cut_by,
+                )
+                verdict = msgspec.structs.replace(verdict, message=message)
             return ToolCallRejected(call=call, verdict=verdict)
         if verdict.truncated and self.truncated_calls == "reject":
             return ToolCallRejected(call=call, verdict=_as_truncated(verdict, call))
@@ -86,7 +96,13 @@ def _as_truncated(verdict: Verdict, call: ToolCallComplete) -> Verdict:
         reason="truncated",
         detail="the output stopped at the token limit while this call was being written",
     )
-    message = render_message(rejected, tool=call.name, raw=call.arguments_raw, call_id=call.call_id)
+    message = render_message(
+        rejected,
+        tool=call.name,
+        raw=call.arguments_raw,
+        call_id=call.call_id,
+        cut_by=call.cut_by or "token_limit",
+    )
     return msgspec.structs.replace(rejected, message=message)
 
 

@@ -272,3 +272,68 @@ def test_stream_checks_its_arguments_when_called_not_when_iterated() -> None:
         toolwire.stream(b"", stop_on={"lenght"})
     with pytest.raises(toolwire.ConfigurationError, match="provider"):
         toolwire.stream(b"", provider="nope")
+
+
+async def test_a_call_cut_by_a_dropped_stream_is_not_blamed_on_the_token_limit() -> None:
+    body = sse_body(
+        [
+            chat_chunk(
+                {
+                    "tool_calls": [
+                        {"index": 0, "id": "c9", "function": {"name": "write", "arguments": '{"a'}}
+                    ]
+                }
+            )
+        ],
+        done=False,
+    )
+    turn = await toolwire.collect(body)
+    (call,) = turn.calls
+    assert turn.stop_reason == "disconnected"
+    assert call.outcome == "rejected"
+    assert call.verdict is not None
+    assert call.verdict.reason == "truncated"
+    message = call.verdict.message or ""
+    assert message.startswith("Tool call `write` (id c9): the stream dropped after 3 characters")
+    assert "output-token limit" not in message
+    assert message.endswith("Call `write` again with the complete arguments.")
+
+
+async def test_a_call_cut_by_an_in_band_error_says_the_provider_failed() -> None:
+    body = sse_body(
+        [
+            chat_chunk(
+                {
+                    "tool_calls": [
+                        {"index": 0, "id": "c9", "function": {"name": "write", "arguments": '{"a'}}
+                    ]
+                }
+            ),
+            {"error": {"message": "overloaded", "type": "server_error"}},
+        ],
+        done=False,
+    )
+    turn = await toolwire.collect(body)
+    (call,) = turn.calls
+    assert turn.stop_reason == "error"
+    assert call.verdict is not None
+    assert "the provider failed after 3 characters" in (call.verdict.message or "")
+
+
+async def test_a_call_cut_at_the_token_limit_says_so() -> None:
+    body = sse_body(
+        [
+            chat_chunk(
+                {
+                    "tool_calls": [
+                        {"index": 0, "id": "c9", "function": {"name": "write", "arguments": '{"a'}}
+                    ]
+                }
+            ),
+            chat_chunk({}, "length"),
+        ]
+    )
+    turn = await toolwire.collect(body)
+    (call,) = turn.calls
+    assert call.verdict is not None
+    assert "cut off at the output-token limit after 3 characters" in (call.verdict.message or "")
