@@ -17,17 +17,11 @@ from ..adapters.base import ProviderMapper
 from ..adapters.registry import open_mapper
 from ..stages.judge import JudgeStage
 from .events import Event, StopCondition
+from .observing import observed_batches, observed_events
 from .policy import RepairLoopGuard, StopPolicyStage, normalize_stop_on
 from .runner import Source, flatten, run_pipeline
 from .stage import Stage, SyncStage
-from .telemetry import (
-    NullObserver,
-    Redactor,
-    TurnObserver,
-    observe_turn,
-    observed_batches,
-    observed_events,
-)
+from .telemetry import NullObserver, Redactor, TurnObserver, observe_turn
 from .turn import Turn, TurnBuilder
 
 __all__ = ["TruncatedCalls", "collect", "stream"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from opentelemetry import metrics, trace
@@ -49,7 +49,6 @@ from .events import (
     Usage,
 )
 from .metrics import Instruments, instruments_for
-from .stage import aclose_quietly
 
 __all__ = [
     "CAPTURE_CONTENT_ENV",
@@ -530,56 +529,3 @@ _HANDLERS: dict[type[Event], _Handler | None] = {
     ToolCallRepaired: TurnObserver._on_judged,
     ToolCallRejected: TurnObserver._on_judged,
 }
-
-
-class ObserverScope:
-    """Closes an observer exactly once when a run ends, however it ends.
-
-    ``with ObserverScope(observer):`` around the loop that feeds it: the exception that ends the
-    block (``GeneratorExit`` on early close, cancellation, an error) is passed to
-    ``observer.close``, which records early exits as such and errors as errors; nothing is
-    swallowed.
-    """
-
-    __slots__ = ("_observer",)
-
-    def __init__(self, observer: TurnObserver | NullObserver) -> None:
-        self._observer = observer
-
-    def __enter__(self) -> TurnObserver | NullObserver:
-        return self._observer
-
-    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
-        self._observer.close(error)
-
-
-async def observed_events(
-    events: AsyncIterator[Event], observer: TurnObserver | NullObserver
-) -> AsyncGenerator[Event]:
-    """Pass ``events`` through one by one, each shown to ``observer`` as it is handed on.
-
-    Per event, so that a consumer that stops early is recorded as such, with only what it got.
-    """
-    with ObserverScope(observer) as observing:
-        observe = observing.observe
-        try:
-            async for event in events:
-                observe(event)
-                yield event
-        finally:
-            await aclose_quietly(events)
-
-
-async def observed_batches(
-    batches: AsyncGenerator[list[Event]], observer: TurnObserver | NullObserver
-) -> AsyncGenerator[list[Event]]:
-    """Like :func:`observed_events` for a consumer that reads every batch (``collect``)."""
-    with ObserverScope(observer) as observing:
-        observe = observing.observe
-        try:
-            async for batch in batches:
-                for event in batch:
-                    observe(event)
-                yield batch
-        finally:
-            await batches.aclose()

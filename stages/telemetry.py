@@ -14,7 +14,8 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from opentelemetry import metrics, trace
 
 from ..pipeline.events import Event
-from ..pipeline.telemetry import Redactor, Telemetry, observe_turn, observed_events
+from ..pipeline.observing import observed_events
+from ..pipeline.telemetry import Redactor, Telemetry, observe_turn
 
 __all__ = ["TelemetryStage"]
 

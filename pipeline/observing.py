@@ -1,0 +1,69 @@
+"""Feeding a run's events to its telemetry observer, and closing it exactly once.
+
+Three ways to consume a run need the same guarantee (the turn span ends once, on every path):
+``stream`` (per event, so an early break records only what the consumer got), ``collect`` (per
+batch, the fast path) and :class:`toolwire.stages.telemetry.TelemetryStage`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+
+from .events import Event
+from .stage import aclose_quietly
+from .telemetry import NullObserver, TurnObserver
+
+__all__ = ["ObserverScope", "observed_batches", "observed_events"]
+
+
+class ObserverScope:
+    """Closes an observer exactly once when a run ends, however it ends.
+
+    ``with ObserverScope(observer):`` around the loop that feeds it: the exception that ends the
+    block (``GeneratorExit`` on early close, cancellation, an error) is passed to
+    ``observer.close``, which records early exits as such and errors as errors; nothing is
+    swallowed.
+    """
+
+    __slots__ = ("_observer",)
+
+    def __init__(self, observer: TurnObserver | NullObserver) -> None:
+        self._observer = observer
+
+    def __enter__(self) -> TurnObserver | NullObserver:
+        return self._observer
+
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        self._observer.close(error)
+
+
+async def observed_events(
+    events: AsyncIterator[Event], observer: TurnObserver | NullObserver
+) -> AsyncGenerator[Event]:
+    """Pass ``events`` through one by one, each shown to ``observer`` as it is handed on.
+
+    Per event, so that a consumer that stops early is recorded as such, with only what it got.
+    """
+    with ObserverScope(observer) as observing:
+        observe = observing.observe
+        try:
+            async for event in events:
+                observe(event)
+                yield event
+        finally:
+            await aclose_quietly(events)
+
+
+async def observed_batches(
+    batches: AsyncGenerator[list[Event]], observer: TurnObserver | NullObserver
+) -> AsyncGenerator[list[Event]]:
+    """Like :func:`observed_events` for a consumer that reads every batch (``collect``)."""
+    with ObserverScope(observer) as observing:
+        observe = observing.observe
+        try:
+            async for batch in batches:
+                for event in batch:
+                    observe(event)
+                yield batch
+        finally:
+            await batches.aclose()
