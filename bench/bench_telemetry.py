@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
+from bench_stream import build_body, reads_of  # the same 20 KB stream, built once
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -39,74 +39,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import toolwire
 
-READ_SIZE = 64 * 1024
-PIECE = 4
-ENVELOPE = {
-    "id": "chatcmpl-C2QD4vblfNcSDeoXmULJR4umoKNqY",
-    "object": "chat.completion.chunk",
-    "created": 1754693442,
-    "model": "gpt-4o-2024-08-06",
-    "service_tier": "default",
-    "system_fingerprint": "fp_07871e2ad8",
-}
-_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-
-
-def arguments_text(length: int) -> str:
-    """Valid JSON ``write`` arguments of exactly ``length`` characters."""
-    line = 'def handler(event):  # "quoted", tabs\tand unicode é€ — line\n'
-    path = "src/generated/module.py"
-    content = line * (length // len(line) + 1)
-    text = json.dumps({"path": path, "content": content}, ensure_ascii=False)
-    while len(text) > length:
-        content = content[: len(content) - max(1, (len(text) - length) // 2)]
-        text = json.dumps({"path": path, "content": content}, ensure_ascii=False)
-    return text
-
-
-def chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> bytes:
-    body = {
-        **ENVELOPE,
-        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
-        "usage": usage,
-        "obfuscation": "Bkpoehp1mPtgpuo",
-    }
-    return b"data: " + _compact(body).encode() + b"\n\n"
-
 
 def build_reads(chunks: int) -> tuple[list[bytes], int]:
-    """The SSE body as 64 KB reads, and the length of the call's arguments."""
-    arguments = arguments_text(PIECE * chunks)
-    parts = [chunk({"role": "assistant", "content": None, "refusal": None})]
-    head = {
-        "index": 0,
-        "id": "call_write_1",
-        "type": "function",
-        "function": {"name": "write", "arguments": ""},
-    }
-    parts.append(chunk({"tool_calls": [head]}))
-    for start in range(0, len(arguments), PIECE):
-        piece = {"index": 0, "function": {"arguments": arguments[start : start + PIECE]}}
-        parts.append(chunk({"tool_calls": [piece]}))
-    parts.append(chunk({}, "tool_calls"))
-    parts.append(
-        b"data: "
-        + _compact(
-            {
-                **ENVELOPE,
-                "choices": [],
-                "usage": {
-                    "prompt_tokens": 812,
-                    "completion_tokens": chunks,
-                    "total_tokens": 812 + chunks,
-                },
-            }
-        ).encode()
-        + b"\n\n"
-    )
-    parts.append(b"data: [DONE]\n\n")
-    body = b"".join(parts)
-    return [body[i : i + READ_SIZE] for i in range(0, len(body), READ_SIZE)], len(arguments)
+    """bench_stream.py's SSE body as 64 KB reads, and the length of its arguments."""
+    body, arguments = build_body(chunks)
+    return reads_of(body), len(arguments)
 
 
 async def _aiter(reads: list[bytes]) -> AsyncIterator[bytes]:
