@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 import pytest
+from _toolwire_testdata import chat_chunk, sse_body
 from pydantic import BaseModel
 
 import toolwire
-from _toolwire_testdata import chat_chunk, sse_body
 
 pytestmark = pytest.mark.anyio
 
