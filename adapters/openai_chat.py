@@ -115,6 +115,12 @@ _FINISH_REASONS: dict[str, StopReason] = {
 }
 
 
+def _unknown_shape(error: msgspec.ValidationError, raw: bytes | str) -> ProviderError:
+    return ProviderError(
+        message=f"a chunk of unknown shape: {error}", kind="unknown_shape", raw=cap_text(raw)
+    )
+
+
 def finish_reason_from_openai(raw: str) -> StopReason:
     """Normalize a Chat Completions ``finish_reason`` (and the variants compatible servers use)."""
     return _FINISH_REASONS.get(raw, "unknown")
@@ -173,13 +179,7 @@ class OpenAIChatMapper:
         try:
             decoded = msgspec.convert(payload, _Chunk, strict=False)
         except msgspec.ValidationError as error:
-            out.append(
-                ProviderError(
-                    message=f"a chunk of unknown shape: {error}",
-                    kind="unknown_shape",
-                    raw=cap_text(repr(payload)),
-                )
-            )
+            out.append(_unknown_shape(error, repr(payload)))
             return out
         self._chunk(decoded, out, b"")
         return out
@@ -216,13 +216,7 @@ class OpenAIChatMapper:
         try:
             chunk = _decode_chunk(data)
         except msgspec.ValidationError as error:
-            out.append(
-                ProviderError(
-                    message=f"a chunk of unknown shape: {error}",
-                    kind="unknown_shape",
-                    raw=cap_text(data),
-                )
-            )
+            out.append(_unknown_shape(error, data))
             return
         except msgspec.DecodeError as error:
             if not data.strip():
