@@ -6,13 +6,13 @@ Several names lead to the same wire format; the name still matters, because it b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..pipeline.dispatch import ToolResult
+from ..pipeline.dispatch import ToolResult, results_in_order
 from ..pipeline.errors import ConfigurationError, HistoryError
 from ..pipeline.turn import Turn
-from .base import ProviderMapper
+from .base import MapperFactory, ProviderMapper
 from .history import HistoryFormat, HistoryProblem
 from .openai_chat import OpenAIChatMapper
 from .openai_chat_history import OpenAIChatHistory
@@ -27,10 +27,7 @@ __all__ = [
     "provider_names",
 ]
 
-_Factory = Callable[[int | None, bool], ProviderMapper]
-
-
-def _openai_chat(gen_ai_name: str) -> _Factory:
+def _openai_chat(gen_ai_name: str) -> MapperFactory:
     def factory(max_tokens: int | None, argument_deltas: bool) -> ProviderMapper:
         return OpenAIChatMapper(
             max_tokens=max_tokens, provider_name=gen_ai_name, argument_deltas=argument_deltas
@@ -40,7 +37,7 @@ def _openai_chat(gen_ai_name: str) -> _Factory:
 
 
 #: provider name -> factory of a fresh mapper for one stream.
-PROVIDERS: dict[str, _Factory] = {
+PROVIDERS: dict[str, MapperFactory] = {
     "openai-chat": _openai_chat("openai"),
     "openai": _openai_chat("openai"),
     "azure-openai": _openai_chat("azure.ai.openai"),
@@ -100,7 +97,7 @@ def next_messages(
     Raises :class:`HistoryError` unless ``results`` answers every call of the turn once, in order
     (use :func:`toolwire.answer_every_call` to fill in calls that were not run).
     """
-    if [result.call_id for result in results] != [call.call_id for call in turn.calls]:
+    if not results_in_order(turn, results):
         raise HistoryError(
             "results must answer every call of the turn exactly once, in call order; got "
             f"{[result.call_id for result in results]} for {[c.call_id for c in turn.calls]}"
