@@ -3,29 +3,35 @@
 Provider streams become typed events (:mod:`toolwire.pipeline.events`) that flow through
 composable stages; every complete tool call is judged (ready, repaired, or rejected with a true
 message); truncation is detected from every evidence there is; a rejected call never runs.
-Start with :func:`collect` (a whole turn) or :func:`stream` (the events as they come).
+Build a :class:`Pipeline` once and call ``await pipeline.collect(source)`` every turn (or
+:func:`collect` / :func:`stream` for a single turn).
 """
 
 from .adapters.history import HistoryFormat as HistoryFormat
 from .adapters.history import HistoryProblem as HistoryProblem
-from .adapters.registry import check_history as check_history
-from .adapters.registry import ensure_well_formed as ensure_well_formed
 from .adapters.registry import history_format as history_format
-from .adapters.registry import next_messages as next_messages
 from .adapters.registry import provider_names as provider_names
+from .api import Pipeline as Pipeline
+from .api import PipelineOptions as PipelineOptions
+from .api import collect as collect
+from .api import stream as stream
 from .judge import DEFAULT_POLICY as DEFAULT_POLICY
 from .judge import STRICT_POLICY as STRICT_POLICY
 from .judge import Policy as Policy
 from .judge import Toolset as Toolset
 from .judge import parse_arguments as parse_arguments
 from .judge import render_message as render_message
-from .pipeline.api import collect as collect
-from .pipeline.api import stream as stream
-from .pipeline.dispatch import ToolResult as ToolResult
-from .pipeline.dispatch import answer_every_call as answer_every_call
-from .pipeline.dispatch import dispatch as dispatch
-from .pipeline.dispatch import not_run_result as not_run_result
-from .pipeline.dispatch import rejected_result as rejected_result
+from .loop import RunStop as RunStop
+from .loop import RunStopReason as RunStopReason
+from .loop import ToolResult as ToolResult
+from .loop import answer_every_call as answer_every_call
+from .loop import check_history as check_history
+from .loop import dispatch as dispatch
+from .loop import ensure_well_formed as ensure_well_formed
+from .loop import next_messages as next_messages
+from .loop import not_run_result as not_run_result
+from .loop import rejected_result as rejected_result
+from .loop import run_stop_reason as run_stop_reason
 from .pipeline.errors import ConfigurationError as ConfigurationError
 from .pipeline.errors import HistoryError as HistoryError
 from .pipeline.errors import ProviderStreamError as ProviderStreamError
@@ -49,10 +55,6 @@ from .pipeline.events import ToolCallStarted as ToolCallStarted
 from .pipeline.events import TruncationEvidence as TruncationEvidence
 from .pipeline.events import TurnStopped as TurnStopped
 from .pipeline.events import Usage as Usage
-from .pipeline.policy import RepairLoopGuard as RepairLoopGuard
-from .pipeline.policy import RunStop as RunStop
-from .pipeline.policy import RunStopReason as RunStopReason
-from .pipeline.policy import run_stop_reason as run_stop_reason
 from .pipeline.stage import EventStep as EventStep
 from .pipeline.stage import Stage as Stage
 from .pipeline.stage import SyncStage as SyncStage
@@ -61,9 +63,10 @@ from .pipeline.turn import CallRecord as CallRecord
 from .pipeline.turn import Turn as Turn
 from .pipeline.turn import TurnBuilder as TurnBuilder
 from .pipeline.verdict import Verdict as Verdict
+from .pipeline.version import __version__ as __version__
 from .stages.judge import JudgeStage as JudgeStage
-
-__version__ = "0.1.0"
+from .stages.policy import RepairLoopGuard as RepairLoopGuard
+from .stages.telemetry import TelemetryStage as TelemetryStage
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -77,6 +80,8 @@ __all__ = [
     "HistoryFormat",
     "HistoryProblem",
     "JudgeStage",
+    "Pipeline",
+    "PipelineOptions",
     "Policy",
     "ProviderError",
     "ProviderStreamError",
@@ -91,6 +96,7 @@ __all__ = [
     "StopReason",
     "StreamEnd",
     "SyncStage",
+    "TelemetryStage",
     "TextDelta",
     "ToolCallArgumentsDelta",
     "ToolCallComplete",

@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from ..pipeline.dispatch import ToolResult
+from ..pipeline.results import ToolResult
 from ..pipeline.turn import CallRecord, Turn
 
 __all__ = ["HistoryFormat", "HistoryProblem", "ProblemKind", "replay_arguments"]

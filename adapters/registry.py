@@ -6,26 +6,18 @@ Several names lead to the same wire format; the name still matters, because it b
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-from ..pipeline.dispatch import ToolResult, results_in_order
-from ..pipeline.errors import ConfigurationError, HistoryError
-from ..pipeline.turn import Turn
-from .base import MapperFactory, ProviderMapper
-from .history import HistoryFormat, HistoryProblem
-from .openai_chat import OpenAIChatMapper
-from .openai_chat_history import OpenAIChatHistory
+from ..pipeline.errors import ConfigurationError
+from ..pipeline.mapper import MapperFactory, ProviderMapper
+from .history import HistoryFormat
+from .openai_chat import OpenAIChatHistory, OpenAIChatMapper
 
 __all__ = [
     "PROVIDERS",
-    "check_history",
-    "ensure_well_formed",
     "history_format",
-    "next_messages",
     "open_mapper",
     "provider_names",
 ]
+
 
 def _openai_chat(gen_ai_name: str) -> MapperFactory:
     def factory(max_tokens: int | None, argument_deltas: bool) -> ProviderMapper:
@@ -87,40 +79,3 @@ def history_format(provider: str) -> HistoryFormat:
             f"unknown provider {provider!r}; expected one of: {', '.join(provider_names())}"
         )
     return OpenAIChatHistory()
-
-
-def next_messages(
-    turn: Turn, results: Sequence[ToolResult], provider: str = "openai-chat"
-) -> list[dict[str, Any]]:
-    """The messages to append after ``turn``: the assistant message, then every result.
-
-    Raises :class:`HistoryError` unless ``results`` answers every call of the turn once, in order
-    (use :func:`toolwire.answer_every_call` to fill in calls that were not run).
-    """
-    if not results_in_order(turn, results):
-        raise HistoryError(
-            "results must answer every call of the turn exactly once, in call order; got "
-            f"{[result.call_id for result in results]} for {[c.call_id for c in turn.calls]}"
-        )
-    form = history_format(provider)
-    return [form.assistant_message(turn), *form.tool_result_messages(results)]
-
-
-def check_history(
-    messages: Sequence[Mapping[str, Any]], provider: str = "openai-chat"
-) -> list[HistoryProblem]:
-    """Every way ``messages`` is not well formed for ``provider`` (an empty list: it is)."""
-    return history_format(provider).problems(messages)
-
-
-def ensure_well_formed(
-    messages: Sequence[Mapping[str, Any]], provider: str = "openai-chat"
-) -> None:
-    """Raise :class:`HistoryError` listing the problems, if ``messages`` has any."""
-    problems = check_history(messages, provider)
-    if problems:
-        listed = "; ".join(
-            f"message {problem.index}: {problem.kind} ({problem.call_id}): {problem.detail}"
-            for problem in problems
-        )
-        raise HistoryError(f"history is not well formed: {listed}")

@@ -71,7 +71,7 @@ TruncationEvidence = Literal[
     "finish_reason", "usage_at_max_tokens", "arguments_unterminated", "no_finish"
 ]
 
-#: A condition of ``stop_on`` (see :mod:`toolwire.pipeline.policy`).
+#: A condition of ``stop_on`` (see :mod:`toolwire.stages.policy`).
 StopCondition = Literal["length", "malformed_tool_call", "content_filter", "repair_loop"]
 
 #: How a tool call's arguments arrived: as JSON text (normal) or as an object (Ollama, some

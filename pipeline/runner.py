@@ -23,9 +23,9 @@ from collections.abc import (
 )
 from typing import Any
 
-from ..adapters.base import ProviderMapper
 from .errors import SourceTypeError
 from .events import Event, ProviderError
+from .mapper import ProviderMapper
 from .stage import EventStep, Stage, SyncStage, aclose_quietly, drive_step
 
 __all__ = ["Source", "run_pipeline"]

@@ -96,7 +96,7 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     model: str | None = None
     response_id: str | None = None
     provider: str | None = None
-    #: The stop conditions the turn was collected with (see ``toolwire.pipeline.policy``).
+    #: The stop conditions the turn was collected with (see ``toolwire.stages.policy``).
     stop_on: frozenset[StopCondition] = frozenset()
     #: The conditions of ``stop_on`` that held: when not empty, nothing may be dispatched.
     stopped_by: tuple[StopCondition, ...] = ()

@@ -9,8 +9,8 @@ import pytest
 
 from toolwire import JudgeStage, event_stage
 from toolwire.pipeline.events import Event, TextDelta
-from toolwire.pipeline.policy import RepairLoopGuard, StopPolicyStage
 from toolwire.pipeline.stage import EventStep, SyncStage
+from toolwire.stages.policy import RepairLoopGuard, StopPolicyStage
 from toolwire.testing import Probe, check_stage, sample_events
 
 pytestmark = pytest.mark.anyio

@@ -18,8 +18,7 @@ import openai
 import pytest
 
 import toolwire
-from toolwire.adapters.registry import check_history, next_messages
-from toolwire.pipeline.dispatch import ToolResult, dispatch
+from toolwire.loop import ToolResult, check_history, dispatch, next_messages
 from toolwire.pipeline.turn import CallRecord, Turn
 
 from .server import (

@@ -12,7 +12,7 @@ from typing import Any
 import openai
 import pytest
 
-from toolwire.adapters.registry import check_history
+from toolwire.loop import check_history
 
 from .server import ROOT, Reply, ScriptedChatServer, running_server, text_reply, tool_calls_reply
 from .test_agent_loop import SDK_ON_TRIO_LEAK

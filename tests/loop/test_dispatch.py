@@ -9,7 +9,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from toolwire.pipeline.dispatch import (
+from toolwire.loop import (
     ToolResult,
     answer_every_call,
     dispatch,

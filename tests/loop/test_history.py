@@ -8,14 +8,16 @@ from typing import Any
 import pytest
 
 from toolwire.adapters.history import replay_arguments
-from toolwire.adapters.registry import (
+from toolwire.adapters.registry import history_format
+from toolwire.api import collect
+from toolwire.loop import (
+    ToolResult,
+    answer_every_call,
     check_history,
+    dispatch,
     ensure_well_formed,
-    history_format,
     next_messages,
 )
-from toolwire.pipeline.api import collect
-from toolwire.pipeline.dispatch import ToolResult, answer_every_call, dispatch
 from toolwire.pipeline.errors import ConfigurationError, HistoryError
 from toolwire.pipeline.turn import CallRecord, Turn
 

@@ -7,17 +7,12 @@ from typing import Any
 
 import pytest
 
-from toolwire.pipeline.api import collect, stream
-from toolwire.pipeline.dispatch import dispatch
+from toolwire.api import collect, stream
+from toolwire.loop import RunStop, dispatch, run_stop_reason
 from toolwire.pipeline.errors import ConfigurationError
 from toolwire.pipeline.events import Finish, StreamEnd, TurnStopped
-from toolwire.pipeline.policy import (
-    RepairLoopGuard,
-    RunStop,
-    normalize_stop_on,
-    run_stop_reason,
-)
 from toolwire.pipeline.turn import CallRecord, Turn
+from toolwire.stages.policy import RepairLoopGuard, normalize_stop_on
 
 from ._turns import ScriptedJudge, calls_body, chat_chunk, sse
 

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import toolwire
 from toolwire.pipeline.errors import ConfigurationError
 from toolwire.pipeline.events import Finish, StreamEnd
-from toolwire.pipeline.telemetry import (
+from toolwire.stages.telemetry.observer import (
     CAPTURE_CONTENT_ENV,
     NullObserver,
     Telemetry,

@@ -18,8 +18,8 @@ from toolwire.pipeline.events import (
     ToolCallStarted,
     Usage,
 )
-from toolwire.pipeline.metrics import OTHER, UNKNOWN_MODEL, Instruments
-from toolwire.pipeline.telemetry import Telemetry, TurnObserver
+from toolwire.stages.telemetry.metrics import OTHER, UNKNOWN_MODEL, Instruments
+from toolwire.stages.telemetry.observer import Telemetry, TurnObserver
 
 from ._telemetry_helpers import (
     OK,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
 
-from .events import Event
-from .stage import aclose_quietly
-from .telemetry import NullObserver, TurnObserver
+from ...pipeline.events import Event
+from ...pipeline.stage import aclose_quietly
+from .observer import NullObserver, TurnObserver
 
 __all__ = ["ObserverScope", "observed_batches", "observed_events"]
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import msgspec
 
-from ..pipeline.accumulate import CallAccumulator
-from ..pipeline.events import (
+from ...pipeline.accumulate import CallAccumulator
+from ...pipeline.events import (
     Event,
     ProviderError,
     ReasoningDelta,
@@ -34,9 +34,9 @@ from ..pipeline.events import (
     TextDelta,
     Usage,
 )
-from ..pipeline.finish import FinishFacts, close_calls_and_finish
-from .base import cap_text
-from .sse import SSEDecoder
+from ...pipeline.finish import FinishFacts, close_calls_and_finish
+from ...pipeline.mapper import cap_text
+from ..sse import SSEDecoder
 
 __all__ = ["OpenAIChatMapper", "finish_reason_from_openai"]
 

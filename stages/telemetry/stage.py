@@ -13,9 +13,9 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 from opentelemetry import metrics, trace
 
-from ..pipeline.events import Event
-from ..pipeline.observing import observed_events
-from ..pipeline.telemetry import Redactor, Telemetry, observe_turn
+from ...pipeline.events import Event
+from .observer import Redactor, Telemetry, observe_turn
+from .observing import observed_events
 
 __all__ = ["TelemetryStage"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from ..pipeline.events import Event
+from .events import Event
 
 __all__ = ["MapperFactory", "ProviderMapper", "cap_text"]
 

@@ -16,17 +16,16 @@ whole batch is done, which is also the order-preserving contract.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import msgspec
 
-from .errors import ConfigurationError, HistoryError
-from .turn import CallRecord, Turn
+from ..pipeline.errors import ConfigurationError, HistoryError
+from ..pipeline.results import ToolResult
+from ..pipeline.turn import CallRecord, Turn
 
 __all__ = [
-    "ResultStatus",
-    "ToolResult",
     "answer_every_call",
     "dispatch",
     "not_run_result",
@@ -34,30 +33,8 @@ __all__ = [
     "results_in_order",
 ]
 
-ResultStatus = Literal["ok", "error", "rejected", "denied", "not_run"]
-
 RunTool = Callable[[CallRecord], Awaitable[Any]]
 Approve = Callable[[CallRecord], Awaitable[bool]]
-
-
-class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
-    """The one answer to one tool call, ready to become a tool-result message.
-
-    ``status`` says where it came from: ``ok`` (the tool returned), ``error`` (the tool raised),
-    ``rejected`` (the judge refused the call), ``denied`` (``approve`` said no) or ``not_run``
-    (the turn was stopped or cancelled). ``is_error`` is true for every status but ``ok``.
-    """
-
-    call_id: str
-    name: str
-    content: str
-    status: ResultStatus
-    value: Any = None
-
-    @property
-    def is_error(self) -> bool:
-        """True unless the tool ran and returned."""
-        return self.status != "ok"
 
 
 def rejected_result(call: CallRecord) -> ToolResult:

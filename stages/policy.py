@@ -19,12 +19,10 @@ synthesized "not run" result so that the history can still continue if the calle
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, get_args
+from typing import get_args
 
-import msgspec
-
-from .errors import ConfigurationError
-from .events import (
+from ..pipeline.errors import ConfigurationError
+from ..pipeline.events import (
     Event,
     Finish,
     StopCondition,
@@ -33,25 +31,18 @@ from .events import (
     ToolCallRepaired,
     TurnStopped,
 )
-from .stage import EventStep, SyncStage
+from ..pipeline.stage import EventStep, SyncStage
 
 __all__ = [
     "RepairLoopGuard",
-    "RunStop",
-    "RunStopReason",
     "StopCondition",
     "StopPolicyStage",
     "TurnStopped",
     "normalize_stop_on",
-    "run_stop_reason",
 ]
 
 _CONDITIONS: frozenset[str] = frozenset(get_args(StopCondition))
 
-#: Why a whole agent run ended.
-RunStopReason = Literal[
-    "done", "max_steps", "length", "malformed_tool_call", "repair_loop", "timeout", "error"
-]
 
 
 def normalize_stop_on(stop_on: Iterable[str] | None) -> frozenset[StopCondition]:
@@ -150,44 +141,3 @@ class StopPolicyStage(SyncStage):
     def start(self) -> EventStep:
         """Per-run state; the guard, when given, is shared on purpose across turns."""
         return _StopPolicyStep(self.stop_on, self.guard or RepairLoopGuard())
-
-
-class RunStop(msgspec.Struct, frozen=True):
-    """Why an agent run ended, with a line of detail for logs."""
-
-    reason: RunStopReason
-    detail: str = ""
-
-    @property
-    def is_truncated(self) -> bool:
-        """True when the run ended because output was cut off at the token limit."""
-        return self.reason == "length"
-
-
-def run_stop_reason(
-    *,
-    stopped_by: tuple[StopCondition, ...],
-    stop_reason: str,
-    has_calls: bool,
-    step: int,
-    max_steps: int | None,
-) -> RunStop | None:
-    """Whether an agent run ends after this turn, and why (``None``: go on with the tools).
-
-    The first condition that holds wins, in this order: a policy stop (its first condition;
-    ``content_filter`` counts as ``error``), a provider ``error`` or dropped stream, a turn with
-    no tool calls (``done``, or ``length`` when that answer was cut off), ``max_steps`` reached.
-    """
-    if stopped_by:
-        first = stopped_by[0]
-        reason: RunStopReason = "error" if first == "content_filter" else first
-        return RunStop(reason, f"stop_on condition(s) held: {', '.join(stopped_by)}")
-    if stop_reason in ("error", "disconnected"):
-        return RunStop("error", f"the provider stream ended with {stop_reason!r}")
-    if not has_calls:
-        if stop_reason == "length":
-            return RunStop("length", "the final answer was cut off at the token limit")
-        return RunStop("done")
-    if max_steps is not None and step >= max_steps:
-        return RunStop("max_steps", f"{step} steps taken, the limit is {max_steps}")
-    return None

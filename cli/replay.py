@@ -1,38 +1,28 @@
-"""The ``toolwire`` command: ``replay`` a recorded stream, ``check`` raw arguments.
-
-Exit codes: 0 when the work was done (a rejected call is a result, not a failure), 1 when the
-input could not be read, 2 on a usage error. Errors are one line on stderr, never a traceback.
-"""
+"""``toolwire replay``: run a recorded provider stream through toolwire and show what it found."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import anyio
 import msgspec
 
-from .adapters.registry import provider_names
-from .check_command import UnreadableInput, add_check_parser, read_json_file
-from .pipeline.api import collect
-from .pipeline.errors import ToolwireError
-from .pipeline.turn import CallRecord, Turn
-from .recordings import bundled_names, read_bundled
+from ..adapters.registry import provider_names
+from ..api import collect
+from ..pipeline.turn import CallRecord, Turn
+from ..recordings import bundled_names, read_bundled
+from .common import UnreadableInput, read_json_file
 
-__all__ = ["main"]
+__all__ = ["add_replay_parser", "turn_json"]
 
 _BUNDLED = "bundled:"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="toolwire", description="Make LLM tool calls safe to stream."
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-
+def add_replay_parser(commands: Any) -> None:
+    """Register the ``replay`` sub-command."""
     replay = commands.add_parser(
         "replay",
         help="run a recorded provider stream through toolwire and show what it found",
@@ -53,8 +43,7 @@ def _parser() -> argparse.ArgumentParser:
         help="a JSON file with the list of tool definitions offered to the model",
     )
     replay.add_argument("--json", action="store_true", help="print one JSON object")
-    add_check_parser(commands)
-    return parser
+    replay.set_defaults(handler=_replay)
 
 
 def _positive_int(text: str) -> int:
@@ -158,29 +147,3 @@ def _replay(args: argparse.Namespace) -> int:
 
 async def _collect(body: bytes, provider: str, max_tokens: int | None, tools: Any) -> Turn:
     return await collect(body, provider, max_tokens=max_tokens, tools=tools)
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    sys.stderr.write(f"toolwire: {message}\n")
-    raise SystemExit(code)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``toolwire`` command; returns the exit code."""
-    args = _parser().parse_args(argv)
-    try:
-        if args.command == "replay":
-            return _replay(args)
-        handler = args.handler
-        code: int = handler(args)
-        return code
-    except UnreadableInput as failure:
-        _fail(str(failure), 1)
-    except ToolwireError as error:
-        _fail(str(error), 2)
-    except KeyboardInterrupt:
-        _fail("interrupted", 130)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -7,9 +7,9 @@ from typing import Any
 
 import msgspec
 
-from ..pipeline.dispatch import ToolResult
-from ..pipeline.turn import Turn
-from .history import HistoryProblem, replay_arguments
+from ...pipeline.results import ToolResult
+from ...pipeline.turn import Turn
+from ..history import HistoryProblem, replay_arguments
 
 __all__ = ["OpenAIChatHistory"]
 

@@ -9,7 +9,7 @@ The pipeline feeds every output event to a :class:`TurnObserver`, synchronously,
   (``toolwire.reject {tool}``, status ERROR), each ended as soon as it is created; the child
   spans of calls cut off by the token limit wait for the ``Finish`` (or the close) so they can
   say which evidence showed the cut;
-- records the metrics of :mod:`toolwire.pipeline.metrics`.
+- records the metrics of :mod:`toolwire.stages.telemetry.metrics`.
 
 Providers are parameters (the global ones by default) and are never set globally. Every call
 into OpenTelemetry or into the user's redaction hook is guarded: a failure there is logged once
@@ -30,8 +30,8 @@ from typing import Any
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from .errors import ConfigurationError
-from .events import (
+from ...pipeline.errors import ConfigurationError
+from ...pipeline.events import (
     Event,
     Finish,
     ProviderError,
@@ -48,6 +48,7 @@ from .events import (
     TruncationEvidence,
     Usage,
 )
+from ...pipeline.version import __version__
 from .metrics import Instruments, instruments_for
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "TurnObserver",
     "capture_content_from_env",
     "observe_turn",
+    "start_observer",
 ]
 
 logger = logging.getLogger("toolwire.telemetry")
@@ -92,14 +94,6 @@ def capture_content_from_env(environ: Mapping[str, str] = os.environ) -> bool:
     the newer instrumentations); anything else, or nothing, leaves it off.
     """
     return environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in _TRUE
-
-
-def _version() -> str:
-    try:
-        from .. import __version__
-    except ImportError:  # pragma: no cover - only while the package is half-imported
-        return "0"
-    return __version__
 
 
 class Telemetry:
@@ -144,7 +138,7 @@ class Telemetry:
         request_model: str | None = None,
     ) -> TurnObserver:
         """Start observing one run (one provider stream): opens its turn span."""
-        version = _version()
+        version = __version__
         tracer = trace.get_tracer("toolwire", version, tracer_provider=self.tracer_provider)
         try:
             instruments = instruments_for(self.meter_provider, version)
@@ -200,6 +194,20 @@ def observe_turn(
         capture_content=capture_content,
         redact=redact,
     )
+    return start_observer(telemetry, provider, max_tokens=max_tokens, request_model=request_model)
+
+
+def start_observer(
+    telemetry: Telemetry,
+    provider: str,
+    *,
+    max_tokens: int | None = None,
+    request_model: str | None = None,
+) -> TurnObserver | NullObserver:
+    """The observer of one run of an already checked ``telemetry`` configuration.
+
+    Anything failing inside OpenTelemetry gives a :class:`NullObserver` and one log record.
+    """
     try:
         return telemetry.start(provider, max_tokens=max_tokens, request_model=request_model)
     except Exception:

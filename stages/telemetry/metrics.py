@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 from opentelemetry import metrics
 
-from .events import TruncationEvidence
-from .verdict import Verdict
+from ...pipeline.events import TruncationEvidence
+from ...pipeline.verdict import Verdict
 
 __all__ = [
     "ARGUMENT_SIZE_BUCKETS",

@@ -15,11 +15,12 @@ from typing import Any
 
 import msgspec
 
-from .judge import DEFAULT_POLICY, STRICT_POLICY, Policy, parse_arguments
-from .pipeline.errors import ConfigurationError
-from .pipeline.verdict import Verdict
+from ..judge import DEFAULT_POLICY, STRICT_POLICY, Policy, parse_arguments
+from ..pipeline.errors import ConfigurationError
+from ..pipeline.verdict import Verdict
+from .common import read_json_file
 
-__all__ = ["UnreadableInput", "add_check_parser", "read_json_file"]
+__all__ = ["add_check_parser"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -61,23 +62,6 @@ def _run_check(args: argparse.Namespace) -> int:
     verdict = _judge(raw, args.tool, schema, policy)
     sys.stdout.write(_encode(verdict.to_public_dict()).decode() + "\n")
     return 0
-
-
-class UnreadableInput(Exception):
-    """An input file or stream that cannot be read: one line on stderr, exit code 1."""
-
-
-def read_json_file(path: Path, expected: type, what: str) -> Any:
-    """The JSON value in ``path``, which must be a ``expected`` (a list, a dict...)."""
-    try:
-        value = msgspec.json.decode(path.read_bytes())
-    except OSError as error:
-        raise UnreadableInput(f"cannot read {path}: {error.strerror or error}") from None
-    except msgspec.DecodeError as error:
-        raise UnreadableInput(f"{path} is not JSON: {error}") from None
-    if not isinstance(value, expected):
-        raise UnreadableInput(f"{path} must hold {what}")
-    return value
 
 
 def _read_schema(path: Path | None) -> Any:

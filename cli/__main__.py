@@ -1,0 +1,5 @@
+"""``python -m toolwire.cli``."""
+
+from . import main
+
+raise SystemExit(main())

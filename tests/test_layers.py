@@ -1,0 +1,108 @@
+"""The arrows of the package go one way: cli -> api -> loop / stages / adapters -> judge -> core.
+
+Every import of every module of the package is read from its source (absolute ``toolwire.x``
+and relative ``..x`` alike, including imports inside functions) and checked against the layer
+table below. ``docs/design.md`` draws the same picture.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: What each top-level part of the package may import (besides itself).
+ALLOWED: dict[str, frozenset[str]] = {
+    "pipeline": frozenset(),
+    "judge": frozenset({"pipeline"}),
+    "adapters": frozenset({"pipeline"}),
+    "stages": frozenset({"judge", "pipeline"}),
+    # The loop helpers write history in each provider's format, which lives with its adapter.
+    "loop": frozenset({"adapters", "pipeline"}),
+    "testing": frozenset({"pipeline"}),
+    "recordings": frozenset(),
+    "api": frozenset({"loop", "stages", "adapters", "judge", "pipeline"}),
+    "cli": frozenset({"api", "loop", "stages", "adapters", "judge", "pipeline", "recordings"}),
+}
+#: The package's own ``__init__`` re-exports the public API from every layer but the CLI.
+TOP_INIT_ALLOWED = frozenset(ALLOWED) - {"cli"}
+
+
+def _package_modules() -> list[Path]:
+    skip = {"tests", "bench", "docs", ".venv", "venv", "build"}
+    return sorted(
+        path
+        for path in ROOT.rglob("*.py")
+        if not ({part for part in path.relative_to(ROOT).parts} & skip)
+        and not any(part.startswith(".") for part in path.relative_to(ROOT).parts)
+    )
+
+
+def _part_of(module_path: tuple[str, ...]) -> str:
+    """The top-level part (``pipeline``, ``api``...) of a module path inside the package."""
+    return module_path[0] if module_path else "__init__"
+
+
+def _imported_parts(relative: Path, source: str) -> set[str]:
+    """The parts of the package that ``source`` (the module at ``relative``) imports."""
+    here = list(relative.parts[:-1])  # the package the module lives in
+    found: set[str] = set()
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        targets: list[list[str]] = []
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                if node.module and node.module.split(".")[0] == "toolwire":
+                    base = node.module.split(".")[1:]
+                    targets = [[*base, alias.name] for alias in node.names] if not base else [base]
+            else:
+                up = here[: len(here) - (node.level - 1)] if node.level > 1 else here
+                if node.level - 1 > len(here):
+                    raise AssertionError(f"{relative}: relative import above the package")
+                base = up + (node.module.split(".") if node.module else [])
+                targets = [[*base, alias.name] for alias in node.names] if not base else [base]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "toolwire" and len(parts) > 1:
+                    targets.append(parts[1:])
+        for target in targets:
+            found.add(_part_of(tuple(target)))
+    return found
+
+
+MODULES = _package_modules()
+
+
+def test_every_part_has_a_rule() -> None:
+    parts = {_part_of(path.relative_to(ROOT).with_suffix("").parts) for path in MODULES}
+    assert parts - {"__init__"} <= set(ALLOWED), sorted(parts - set(ALLOWED))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_point_down(path: Path) -> None:
+    relative = path.relative_to(ROOT).with_suffix("")
+    own = _part_of(relative.parts)
+    imported = _imported_parts(relative, path.read_text(encoding="utf-8")) - {own}
+    if own == "__init__":
+        allowed = TOP_INIT_ALLOWED | {"__init__"}
+    else:
+        allowed = ALLOWED[own]
+    wrong = sorted(imported - allowed)
+    assert not wrong, f"{relative} ({own}) imports {wrong}; {own} may import only {sorted(allowed)}"
+
+
+def test_the_checker_sees_upward_imports() -> None:
+    """The rule must be able to fail: upward imports of every spelling are found."""
+    source = (
+        "from ..api import collect\n"
+        "from toolwire.loop import dispatch\n"
+        "import toolwire.cli\n"
+        "def late():\n    from .. import stages\n"
+        "from . import events\n"
+    )
+    found = _imported_parts(Path("pipeline/probe"), source)
+    assert found == {"api", "loop", "cli", "stages", "pipeline"}
