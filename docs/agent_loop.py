@@ -110,22 +110,22 @@ async def run_agent(
     """
     history = list(messages)
     turns: list[toolwire.Turn] = []
-    guard = toolwire.RepairLoopGuard(limit=repair_limit)
-    conditions = set(stop_on)
+    # One pipeline for the whole run: checked once, reused every turn. Its loop guard counts
+    # rejections across the turns of this run only.
+    pipeline = toolwire.Pipeline(
+        "openai-compatible",
+        max_tokens=max_tokens,
+        tools=tools,
+        stop_on=set(stop_on),
+        loop_guard=toolwire.RepairLoopGuard(limit=repair_limit),
+    )
     with anyio.move_on_after(math.inf if timeout is None else timeout) as deadline:
         for step in range(1, max_steps + 1):
             stream = await client.chat.completions.create(
                 model=model, messages=history, tools=tools, max_tokens=max_tokens, stream=True
             )
             # The SDK stream goes straight in; collect closes it, whatever happens.
-            turn = await toolwire.collect(
-                stream,
-                "openai-compatible",
-                max_tokens=max_tokens,
-                tools=tools,
-                stop_on=conditions,
-                loop_guard=guard,
-            )
+            turn = await pipeline.collect(stream)
             turns.append(turn)
             results: list[toolwire.ToolResult] = []
             try:
@@ -134,8 +134,8 @@ async def run_agent(
             finally:
                 # Even when the deadline cancels the tools, every call id gets one result
                 # ("not run"), so the history stays valid for the next run.
-                history += toolwire.next_messages(turn, toolwire.answer_every_call(turn, results))
-            toolwire.ensure_well_formed(history)
+                history += pipeline.next_messages(turn, toolwire.answer_every_call(turn, results))
+            pipeline.ensure_well_formed(history)
             stop = toolwire.run_stop_reason(
                 stopped_by=turn.stopped_by,
                 stop_reason=turn.stop_reason,
