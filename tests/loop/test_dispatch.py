@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import msgspec
 import pytest
 
 from toolwire.loop import (
@@ -313,3 +314,169 @@ def test_the_loop_api_is_public_at_the_top_level() -> None:
         "ConfigurationError",
     ):
         assert hasattr(toolwire, name), f"toolwire.{name} is not exported"
+
+
+class StrRaises:
+    """A returned value JSON cannot encode and whose ``str()`` raises."""
+
+    def __str__(self) -> str:
+        raise ValueError("no text for you")
+
+
+class StrAndReprRaise(StrRaises):
+    def __repr__(self) -> str:
+        raise LookupError("no repr either")
+
+
+class ReprRaises:
+    """``str()`` falls back to ``__repr__``, which raises."""
+
+    def __repr__(self) -> str:
+        raise LookupError("no repr")
+
+
+class Plain:
+    def __str__(self) -> str:
+        return "a plain object"
+
+
+def recursive_list() -> list[Any]:
+    value: list[Any] = []
+    value.append(value)
+    return value
+
+
+@pytest.mark.parametrize(
+    ("make_value", "error_type"),
+    [
+        pytest.param(recursive_list, "RecursionError", id="recursive-list"),
+        pytest.param(StrRaises, "ValueError", id="str-raises"),
+        pytest.param(StrAndReprRaise, "ValueError", id="str-and-repr-raise"),
+        pytest.param(ReprRaises, "LookupError", id="repr-raises"),
+    ],
+)
+async def test_a_value_without_text_is_an_error_result_and_the_others_are_kept(
+    anyio_backend: str, make_value: Any, error_type: str
+) -> None:
+    returned = make_value()
+
+    async def run_tool(call: CallRecord) -> Any:
+        await anyio.lowlevel.checkpoint()
+        return returned if call.id == "c1" else {"n": call.index}
+
+    turn = turn_of(*(ok(f"c{i}", "t", "{}", i) for i in range(3)))
+    results = await run_all(turn, run_tool)
+    assert [(r.call_id, r.status) for r in results] == [("c0", "ok"), ("c1", "error"), ("c2", "ok")]
+    assert [results[0].content, results[2].content] == ['{"n":0}', '{"n":2}']
+    failed = results[1]
+    assert failed.content == (
+        f"Tool `t` ran, but the value it returned could not be turned into text ({error_type})."
+    )
+    assert failed.value is returned
+
+
+async def test_a_value_json_cannot_encode_is_sent_as_its_str(anyio_backend: str) -> None:
+    (result,) = await run_all(turn_of(ok("c0", "t", "{}")), Spy(answer=Plain()))
+    assert (result.status, result.content) == ("ok", "a plain object")
+
+
+async def test_an_exception_whose_str_raises_is_still_an_error_result(
+    anyio_backend: str,
+) -> None:
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("cannot print")
+
+    async def run_tool(call: CallRecord) -> str:
+        if call.id == "c0":
+            raise Unprintable
+        return "fine"
+
+    results = await run_all(turn_of(ok("c0", "t", "{}", 0), ok("c1", "t", "{}", 1)), run_tool)
+    assert [(r.status, r.content) for r in results] == [
+        ("error", "Tool `t` failed: Unprintable"), ("ok", "fine"),
+    ]
+
+
+def rejected_and_ok_sharing_an_id(rejected_first: bool) -> Turn:
+    bad = rejected("c0", "write", '{"path": ', reason="truncated")
+    good = ok("c0", "read", '{"path": "a"}')
+    calls = (bad, good) if rejected_first else (good, bad)
+    return turn_of(*(msgspec.structs.replace(call, index=i) for i, call in enumerate(calls)))
+
+
+@pytest.mark.parametrize("rejected_first", [True, False], ids=["rejected-first", "ok-first"])
+async def test_a_rejected_call_sharing_an_id_keeps_its_rejection(
+    anyio_backend: str, rejected_first: bool
+) -> None:
+    turn = rejected_and_ok_sharing_an_id(rejected_first)
+    run_tool = Spy(answer="read it")
+    results = await run_all(turn, run_tool)
+    assert [call.name for call in run_tool.seen] == ["read"]
+    by_name = {result.name: result for result in results}
+    assert [r.name for r in results] == [call.name for call in turn.calls]
+    assert (by_name["write"].status, by_name["write"].content) == (
+        "rejected", "`write` was rejected: truncated.",
+    )
+    assert (by_name["read"].status, by_name["read"].content) == ("ok", "read it")
+    assert results_in_order(turn, results)
+    assert answer_every_call(turn, results) == results
+
+
+async def test_calls_sharing_an_id_each_keep_their_own_result(anyio_backend: str) -> None:
+    turn = turn_of(*(ok("same", "t", f'{{"n": {i}}}', i) for i in range(3)))
+
+    async def run_tool(call: CallRecord) -> int:
+        number: int = call.arguments["n"] if call.arguments else -1
+        await anyio.sleep(0.01 * (3 - number))  # the last call finishes first
+        return number
+
+    results = await run_all(turn, run_tool)
+    assert [r.value for r in results] == [0, 1, 2]
+    assert results_in_order(turn, results)
+
+
+def test_answer_every_call_matches_shared_ids_in_order() -> None:
+    turn = turn_of(ok("c0", "t", "{}", 0), ok("c0", "t", "{}", 1), ok("c1", "t", "{}", 2))
+    first = ToolResult(call_id="c0", name="t", content="first", status="ok")
+    second = ToolResult(call_id="c0", name="t", content="second", status="error")
+    answered = answer_every_call(turn, [second, first])
+    assert answered[:2] == [second, first]
+    assert answered[2].status == "not_run"
+    partial = answer_every_call(turn, [first])
+    assert partial[0] is first
+    assert [r.status for r in partial] == ["ok", "not_run", "not_run"]
+    assert results_in_order(turn, partial)
+
+
+def test_answer_every_call_gives_a_run_result_to_the_call_that_may_run() -> None:
+    turn = rejected_and_ok_sharing_an_id(rejected_first=True)
+    ran = ToolResult(call_id="c0", name="read", content="read it", status="ok")
+    answered = answer_every_call(turn, [ran])
+    assert [(r.name, r.status) for r in answered] == [("write", "rejected"), ("read", "ok")]
+    assert answered[1] is ran
+
+
+@pytest.mark.parametrize("status", ["ok", "error", "denied", "not_run"])
+def test_answer_every_call_refuses_a_run_result_for_a_rejected_call(status: Any) -> None:
+    alone = turn_of(rejected("c0", "write", "{"))
+    result = ToolResult(call_id="c0", name="write", content="written", status=status)
+    with pytest.raises(HistoryError, match="rejected and never ran"):
+        answer_every_call(alone, [result])
+    shared = rejected_and_ok_sharing_an_id(rejected_first=False)
+    with pytest.raises(HistoryError, match="rejected and never ran"):
+        answer_every_call(shared, [result, result])
+
+
+def test_answer_every_call_accepts_the_rejection_of_a_rejected_call() -> None:
+    turn = rejected_and_ok_sharing_an_id(rejected_first=True)
+    given = rejected_result(turn.calls[0])
+    assert answer_every_call(turn, [given])[0] is given
+
+
+def test_answer_every_call_refuses_more_results_than_calls_sharing_the_id() -> None:
+    turn = turn_of(ok("c0", "t", "{}", 0), ok("c0", "t", "{}", 1))
+    result = ToolResult(call_id="c0", name="t", content="x", status="ok")
+    assert len(answer_every_call(turn, [result, result])) == 2
+    with pytest.raises(HistoryError, match="more results for call id 'c0'"):
+        answer_every_call(turn, [result, result, result])
