@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -190,3 +192,67 @@ def test_the_installed_command_runs() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["truncated"] is True
+
+
+#: Text and arguments no ASCII output can hold: an accent, a BMP symbol and an astral emoji.
+CAFE = "café ☕"
+NAIVE = {"text": "naïve 😀"}
+
+
+def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+    payload = json.dumps({"id": "x", "model": "m", "choices": [choice]}, ensure_ascii=False)
+    return b"data: " + payload.encode() + b"\n\n"
+
+
+def _non_ascii_recording(tmp_path: Path) -> Path:
+    """A Chat recording whose text and tool-call arguments are non-ASCII UTF-8 bytes."""
+    call = {
+        "index": 0,
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "write", "arguments": json.dumps(NAIVE, ensure_ascii=False)},
+    }
+    body = (
+        _chunk({"content": CAFE})
+        + _chunk({"tool_calls": [call]})
+        + _chunk({}, "tool_calls")
+        + b"data: [DONE]\n\n"
+    )
+    path = tmp_path / "non_ascii.sse"
+    path.write_bytes(body)
+    return path
+
+
+def run_with_ascii_output(*argv: str, stdin: bytes = b"") -> tuple[int, str, str]:
+    """Run the installed command with ASCII stdout and stderr; both must be ASCII bytes."""
+    result = subprocess.run(
+        [sys.executable, "-m", "toolwire.cli", *argv],
+        input=stdin,
+        capture_output=True,
+        env={**os.environ, "PYTHONIOENCODING": "ascii"},
+        check=False,
+    )
+    return result.returncode, result.stdout.decode("ascii"), result.stderr.decode("ascii")
+
+
+def test_replay_summary_on_an_ascii_output_escapes_instead_of_failing(tmp_path: Path) -> None:
+    code, out, err = run_with_ascii_output("replay", str(_non_ascii_recording(tmp_path)))
+    assert (code, err) == (0, "")
+    assert "text: 'caf\\u00e9 \\u2615'" in out
+    assert 'raw arguments: {"text": "na\\u00efve \\ud83d\\ude00"}' in out
+
+
+def test_replay_json_on_an_ascii_output_is_json_of_the_exact_text(tmp_path: Path) -> None:
+    code, out, err = run_with_ascii_output("replay", str(_non_ascii_recording(tmp_path)), "--json")
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert data["text"] == CAFE
+    assert [(call["arguments"], call["outcome"]) for call in data["calls"]] == [(NAIVE, "ok")]
+
+
+def test_check_on_an_ascii_output_is_json_of_the_exact_arguments() -> None:
+    raw = json.dumps(NAIVE, ensure_ascii=False).encode()
+    code, out, err = run_with_ascii_output("check", "--tool", "write", stdin=raw)
+    assert (code, err) == (0, "")
+    assert json.loads(out)["arguments"] == NAIVE
