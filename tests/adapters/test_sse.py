@@ -2,22 +2,36 @@
 
 from __future__ import annotations
 
+import random
+import time
+import tracemalloc
+from pathlib import Path
+
 import pytest
-from hypothesis import given, settings
+from _toolwire_testdata import STREAMS
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolwire.adapters.sse import SSEDecoder, SSEMessage
+from toolwire.adapters.sse import (
+    DEFAULT_MAX_EVENT_BYTES,
+    QUOTE_BYTES,
+    FrameOverflow,
+    SSEDecoder,
+    SSEMessage,
+)
+from toolwire.pipeline.errors import ConfigurationError
 
 Pair = tuple[bytes | None, bytes]
 
 
 def decode(*reads: bytes) -> list[Pair]:
     decoder = SSEDecoder()
-    messages: list[SSEMessage] = []
+    messages: list[SSEMessage | FrameOverflow] = []
     for read in reads:
         messages.extend(decoder.feed(read))
     messages.extend(decoder.finish())
-    return [(m.event, m.data) for m in messages]
+    assert not any(isinstance(m, FrameOverflow) for m in messages)  # far under the default cap
+    return [(m.event, m.data) for m in messages if isinstance(m, SSEMessage)]
 
 
 def split_at(body: bytes, cuts: list[int]) -> list[bytes]:
@@ -172,3 +186,297 @@ def test_a_data_field_without_a_colon_is_an_empty_data_line() -> None:
     decoder = SSEDecoder()
     got = decoder.feed(b"data\ndata: x\n\n") + decoder.finish()
     assert [m.data for m in got] == [b"\nx"]
+
+
+# -- the recordings: any split gives the same messages -------------------------------------------
+
+
+def sse_recordings() -> list[Path]:
+    return sorted(STREAMS.glob("*/*.sse"))
+
+
+@pytest.mark.parametrize(
+    "path", sse_recordings(), ids=lambda path: f"{path.parent.name}/{path.name}"
+)
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=1 << 16), max_size=20))
+def test_recording_any_split(path: Path, cuts: list[int]) -> None:
+    body = path.read_bytes()
+    assert decode(*split_at(body, [c % (len(body) + 1) for c in cuts])) == decode(body)
+
+
+# -- a reference model of the rules, the cap included --------------------------------------------
+
+Item = tuple[object, ...]
+
+
+def reference(body: bytes, cap: int) -> list[Item]:
+    """The rules written the slow, obvious way: the whole body at once, all of it kept.
+
+    An event is over the cap when its ``data``/``event`` lines add up to more than ``cap``; its
+    name is the last one set while it was still under; its quote is the start of all its data.
+    """
+    if body.startswith(b"\xef\xbb\xbf"):
+        body = body[3:]
+    lines = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+    if lines[-1]:
+        lines.append(b"")  # the end of the body ends the last line and the last event
+    out: list[Item] = []
+    data: list[bytes] = []
+    event: bytes | None = None
+    size = 0
+    for line in lines:
+        if line.startswith(b"data:") or line == b"data":
+            size += len(line)
+            data.append(line[6:] if line[5:6] == b" " else line[5:])
+        elif line.startswith(b"event:"):
+            size += len(line)
+            if size <= cap:
+                event = line[7:] if line[6:7] == b" " else line[6:]
+        elif not line:
+            if size > cap:
+                out.append(("overflow", event, size, b"\n".join(data)[:QUOTE_BYTES], cap))
+            elif data:
+                out.append((event, b"\n".join(data)))
+            data, event, size = [], None, 0
+    return out
+
+
+def items_of(messages: list[SSEMessage | FrameOverflow]) -> list[Item]:
+    return [
+        ("overflow", m.event, m.size, m.head, m.limit)
+        if isinstance(m, FrameOverflow)
+        else (m.event, m.data)
+        for m in messages
+    ]
+
+
+TOKENS = [
+    b"data: ", b"data:", b"data", b"event: ", b"event:", b"id: 7", b"retry: 5", b":", b" ",
+    b"x", b"yy", b"\xc3\xa9", b"{}", b"0123456789abcdef", b"\n", b"\n", b"\n\n", b"\r", b"\r\n",
+]  # fmt: skip
+
+
+FIELDS = [b"data: ", b"data:", b"data", b"event: ", b"event:", b": ", b"id: ", b"retry: ", b"x"]
+VALUES = [b"", b"x", b" y", b"{}", b"\xc3\xa9", b"0123456789abcdef", b"z" * 45]
+
+
+@st.composite
+def sse_bodies(draw: st.DrawFn) -> bytes:
+    """Bodies as lines (field, value, any line end, many blank lines), or as loose tokens."""
+    bom = b"\xef\xbb\xbf" if draw(st.booleans()) else b""
+    if draw(st.booleans()):
+        return bom + b"".join(draw(st.lists(st.sampled_from(TOKENS), max_size=60)))
+    field = st.sampled_from([*FIELDS, b"", b""])  # b"": a blank line, often
+    value = st.lists(st.sampled_from(VALUES), max_size=3).map(b"".join)
+    line = st.tuples(field, value).map(lambda pair: pair[0] + pair[1] if pair[0] else b"")
+    ends = st.sampled_from([b"\n", b"\n", b"\r", b"\r\n"])
+    lines = draw(st.lists(st.tuples(line, ends).map(b"".join), max_size=25))
+    return bom + b"".join(lines) + draw(st.sampled_from([b"", b"data: last", b"event: e"]))
+
+
+def line_ends(body: bytes) -> list[int]:
+    """Cuts right after each line end: where a held line and a split CRLF are found."""
+    return [i + 1 for i, byte in enumerate(body) if byte in b"\r\n"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    body=sse_bodies(),
+    cap=st.one_of(st.integers(min_value=1, max_value=60), st.just(DEFAULT_MAX_EVENT_BYTES)),
+    data=st.data(),
+)
+def test_any_body_any_split_matches_the_reference(
+    body: bytes, cap: int, data: st.DataObject
+) -> None:
+    expected = reference(body, cap)
+    cuts = data.draw(st.lists(st.integers(min_value=0, max_value=len(body)), max_size=12))
+    for reads in (
+        split_at(body, cuts),
+        split_at(body, line_ends(body)),
+        [body[i : i + 1] for i in range(len(body))],
+    ):
+        decoder = SSEDecoder(max_event_bytes=cap)
+        messages: list[SSEMessage | FrameOverflow] = []
+        last = b""  # the last read that was not empty: its unfinished end is kept as it is
+        for read in reads:
+            messages.extend(decoder.feed(read))
+            last = read or last
+            assert decoder.buffered_bytes <= cap + len(last)  # over the cap: counted, not kept
+        messages.extend(decoder.finish())
+        assert items_of(messages) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=sse_bodies(), cap=st.integers(min_value=1, max_value=40))
+def test_feed_data_is_feed_without_names(body: bytes, cap: int) -> None:
+    whole, data_only = SSEDecoder(max_event_bytes=cap), SSEDecoder(max_event_bytes=cap)
+    reads = split_at(body, line_ends(body))
+    messages = [m for read in reads for m in whole.feed(read)] + whole.finish()
+    payloads = [p for read in reads for p in data_only.feed_data(read)]
+    payloads += [m if isinstance(m, FrameOverflow) else m.data for m in data_only.finish()]
+    assert payloads == [m if isinstance(m, FrameOverflow) else m.data for m in messages]
+    assert all(type(p) is bytes or type(p) is FrameOverflow for p in payloads)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=sse_bodies(), cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6))
+def test_no_field_seen_means_no_message(body: bytes, cuts: list[int]) -> None:
+    decoder = SSEDecoder()
+    messages = [m for read in split_at(body, cuts) for m in decoder.feed(read)] + decoder.finish()
+    assert decoder.saw_field or not messages
+    assert decoder.bytes_seen == len(body)
+    assert decoder.first_bytes == body[:QUOTE_BYTES]
+
+
+# -- the cap --------------------------------------------------------------------------------------
+
+READ = 64 * 1024
+
+
+def test_a_50_mb_line_keeps_memory_bounded_and_is_reported_once() -> None:
+    cap = DEFAULT_MAX_EVENT_BYTES
+    decoder = SSEDecoder()
+    reads = 50 * 1024 * 1024 // READ
+    got = decoder.feed(b": opening comment\n\nevent: big\ndata: ")
+    tracemalloc.start()
+    try:
+        for number in range(reads):
+            # A new object per read, as from a socket: what the decoder keeps is really kept.
+            got += decoder.feed(bytes([97 + number % 26]) * READ)
+            assert decoder.buffered_bytes <= cap
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    got += decoder.feed(b"\n\ndata: next\n\n") + decoder.finish()
+    assert peak < cap + 4 * READ  # the old decoder held (and re-copied) all 50 MB
+    (overflow, following) = got
+    assert isinstance(overflow, FrameOverflow)
+    assert overflow == FrameOverflow(
+        event=b"big",
+        size=len(b"event: big") + len(b"data: ") + reads * READ,
+        limit=cap,
+        head=b"a" * QUOTE_BYTES,
+    )
+    assert isinstance(following, SSEMessage)
+    assert (following.event, following.data) == (None, b"next")
+    assert decoder.buffered_bytes == 0
+
+
+def test_an_oversized_event_comes_out_of_feed_data_in_place_of_its_payload() -> None:
+    decoder = SSEDecoder(max_event_bytes=10)
+    got = decoder.feed_data(b"data: 1\n\ndata: 0123456789\n\ndata: 2\n\n")
+    assert got == [b"1", FrameOverflow(size=16, limit=10, head=b"0123456789"), b"2"]
+    assert [type(item) is bytes for item in got] == [True, False, True]
+
+
+def test_data_lines_each_under_the_cap_overflow_together() -> None:
+    decoder = SSEDecoder(max_event_bytes=100)
+    line = b"data: " + b"z" * 40 + b"\n"  # 46 bytes a line: the third goes over 100
+    got = decoder.feed(line * 5 + b"\ndata: after\n\n") + decoder.finish()
+    assert items_of(got) == [
+        ("overflow", None, 5 * 46, b"\n".join([b"z" * 40] * 5), 100),
+        (None, b"after"),
+    ]
+
+
+def test_the_quote_is_the_first_bytes_of_the_data() -> None:
+    decoder = SSEDecoder(max_event_bytes=1000)
+    value = bytes(range(48, 58)) * 200  # 2000 bytes, in 7-byte reads
+    body = b"event: e\ndata:" + value + b"\n\n"
+    got = [m for i in range(0, len(body), 7) for m in decoder.feed(body[i : i + 7])]
+    assert got == [FrameOverflow(event=b"e", size=8 + 5 + 2000, limit=1000, head=value[:500])]
+
+
+def test_an_oversized_event_without_a_blank_line_is_reported_by_finish() -> None:
+    decoder = SSEDecoder(max_event_bytes=8)
+    assert decoder.feed(b"data: 0123456789") == []
+    assert decoder.finish() == [FrameOverflow(size=16, limit=8, head=b"0123456789")]
+
+
+def test_an_oversized_comment_is_dropped_silently() -> None:
+    decoder = SSEDecoder(max_event_bytes=64)
+    comment = b":" + b"p" * 10_000 + b"\n"
+    got = decoder.feed(b"data: a\n" + comment[:5000]) + decoder.feed(comment[5000:] + b"\n")
+    assert items_of(got) == [(None, b"a")]
+    assert decoder.buffered_bytes == 0
+
+
+def test_the_cap_must_be_a_positive_int() -> None:
+    for bad in (0, -1, 1.5, None):
+        with pytest.raises(ConfigurationError):
+            SSEDecoder(max_event_bytes=bad)  # type: ignore[arg-type]
+
+
+# -- cost is linear in the bytes, however they are split -----------------------------------------
+
+
+def seconds_to_decode_one_line(kilobytes: int) -> float:
+    """The best of a few runs: one data line of ``kilobytes`` KB, fed in 1 KB reads."""
+    block = b"x" * 1024  # the same object each read, so that only the decoder's work grows
+    reads = [b"data: ", *[block] * kilobytes, b"\n\n"]
+    best = float("inf")
+    for _ in range(3):
+        decoder = SSEDecoder()
+        start = time.perf_counter()
+        for read in reads:
+            got = decoder.feed(read)
+        best = min(best, time.perf_counter() - start)
+        assert len(got) == 1
+        assert len(got[0].data) == kilobytes * 1024  # type: ignore[union-attr]
+    return best
+
+
+def test_a_long_line_in_small_reads_costs_linear_time() -> None:
+    # 8x the bytes: about 8x the time when linear, 64x when quadratic (the old decoder re-copied
+    # the line on every read). Best of interleaved runs, so that a busy moment hits both sizes.
+    small = large = float("inf")
+    for _ in range(3):
+        small = min(small, seconds_to_decode_one_line(512))
+        large = min(large, seconds_to_decode_one_line(4096))
+    assert large < 10 * small, (small, large)
+
+
+# -- telling a body that is no event stream at all ------------------------------------------------
+
+HTML_502 = (
+    b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+    b"<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n"
+    b"</body>\r\n</html>\r\n"
+)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(HTML_502, id="html-502"),
+        pytest.param(b'{"error": {"message": "bad"}}', id="json-error"),
+        pytest.param(b'{\n  "error": {\n    "message": "bad"\n  }\n}\n', id="json-pretty"),
+        pytest.param(b"", id="empty"),
+        pytest.param(random.Random(7).randbytes(20_000).replace(b":", b"."), id="binary"),
+    ],
+)
+def test_a_body_that_is_no_event_stream_is_told_apart(body: bytes) -> None:
+    assert b"\ndata" not in body
+    assert b"\n:" not in body
+    assert not body.startswith((b"data", b":"))
+    for cuts in ([], [1, 2, 3], list(range(0, len(body), 97))):
+        decoder = SSEDecoder()
+        messages = [m for read in split_at(body, cuts) for m in decoder.feed(read)]
+        messages += decoder.finish()
+        assert messages == []
+        assert decoder.saw_field is False
+        assert decoder.bytes_seen == len(body)
+        assert decoder.first_bytes == body[:QUOTE_BYTES]
+
+
+@pytest.mark.parametrize(
+    "body", [b": ping\n\n", b"id: 1\n\n", b"retry: 10\n", b"event: ping\n\n", b"data\n\n"]
+)
+def test_any_field_or_comment_counts_as_an_event_stream(body: bytes) -> None:
+    decoder = SSEDecoder()
+    decoder.feed(body)
+    decoder.finish()
+    assert decoder.saw_field is True
