@@ -15,18 +15,21 @@ from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal, NoReturn, TypedDict, Unpack
 
+import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
 from .adapters.history import HistoryFormat, HistoryProblem
-from .adapters.registry import history_format, open_mapper
-from .judge import Policy, Toolset
+from .adapters.registry import check_max_tokens, history_format, open_mapper, read_request
+from .judge import DEFAULT_POLICY, Policy, Toolset
 from .loop.history import check_history, ensure_well_formed, next_messages
 from .pipeline.errors import ConfigurationError
 from .pipeline.events import Event, StopCondition
-from .pipeline.mapper import ProviderMapper
+from .pipeline.mapper import MapperSettings, ProviderMapper
+from .pipeline.reading import Source
+from .pipeline.request import RequestFacts
 from .pipeline.results import ToolResult
-from .pipeline.runner import Source, flatten, run_pipeline
+from .pipeline.runner import flatten, run_pipeline
 from .pipeline.stage import Stage, SyncStage
 from .pipeline.turn import Turn, TurnBuilder
 from .stages.judge import JudgeStage
@@ -66,6 +69,9 @@ class PipelineOptions(TypedDict, total=False):
     - ``capture_content``: export raw arguments and messages (off by default; ``None`` reads
       ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``), through ``redact``, capped.
     - ``request_model``: the requested model, named on spans and metrics.
+    - ``request``: the request body that was sent (a mapping, or its JSON bytes), in the
+      provider's shape; ``max_tokens``, stop sequences, ``tools`` and ``model`` are read from
+      it. Usually given per turn: ``pipeline.collect(source, request=body)``.
     """
 
     max_tokens: int | None
@@ -81,9 +87,18 @@ class PipelineOptions(TypedDict, total=False):
     capture_content: bool | None
     redact: Redactor | None
     request_model: str | None
+    request: Mapping[str, Any] | bytes | str | None
 
 
 _OPTION_NAMES = frozenset(PipelineOptions.__annotations__)
+
+
+class _Run(msgspec.Struct, frozen=True):
+    """What one turn runs with: the pipeline's settings with the request's facts applied."""
+
+    settings: MapperSettings
+    stages: tuple[Stage | SyncStage, ...]
+    request_model: str | None
 
 
 class Pipeline:
@@ -94,23 +109,31 @@ class Pipeline:
     with :meth:`replace` (``p.replace(max_tokens=2048)`` for a retry). It keeps no per-run state,
     so concurrent turns may share it; a ``loop_guard`` is shared on purpose, so give each agent
     run its own pipeline (``p.replace(loop_guard=RepairLoopGuard())``) when you use one.
+
+    ``request`` (an option, or per turn on :meth:`collect` / :meth:`stream`) is the request body
+    that was sent, in the provider's shape: toolwire reads from it the output limit, the stop
+    sequences, the tools and the model, so that what it says about a cut call is true (a stop
+    sequence is not the token limit). What the request says wins over the options for that turn,
+    except ``tools``: tools given as an option (compiled once) are used when both are given.
     """
 
     __slots__ = (
         "_conditions",
+        "_default_run",
         "_history",
-        "_judge_stage",
         "_options",
+        "_policy_stage",
         "_provider",
-        "_stages",
         "_telemetry",
+        "_user_stages",
     )
 
     _provider: str
     _options: Mapping[str, Any]
     _conditions: frozenset[StopCondition]
-    _stages: tuple[Stage | SyncStage, ...]
-    _judge_stage: JudgeStage | None
+    _user_stages: tuple[Stage | SyncStage, ...]
+    _policy_stage: StopPolicyStage | None
+    _default_run: _Run
     _telemetry: Telemetry
     _history: HistoryFormat
 
@@ -120,9 +143,8 @@ class Pipeline:
             raise ConfigurationError(
                 f"unknown Pipeline option(s) {unknown}; expected some of {sorted(_OPTION_NAMES)}"
             )
-        max_tokens = options.get("max_tokens")
-        # Opening one mapper checks the provider name and max_tokens the way every run will.
-        open_mapper(provider, max_tokens)
+        check_max_tokens(options.get("max_tokens"))
+        history = history_format(provider)  # checks the provider name
         judge = options.get("judge", True)
         if not isinstance(judge, bool):
             raise ConfigurationError(f"judge must be True or False, got {judge!r}")
@@ -131,20 +153,6 @@ class Pipeline:
         loop_guard = options.get("loop_guard")
         if loop_guard is not None and not isinstance(loop_guard, RepairLoopGuard):
             raise ConfigurationError(f"loop_guard must be a RepairLoopGuard, got {loop_guard!r}")
-        judge_stage = (
-            JudgeStage(
-                tools=options.get("tools"),
-                policy=options.get("policy"),
-                truncated_calls=options.get("truncated_calls", "reject"),
-            )
-            if judge
-            else None
-        )
-        composed: list[Stage | SyncStage] = list(user_stages)
-        if judge_stage is not None:
-            composed.append(judge_stage)
-        if conditions or loop_guard is not None:
-            composed.append(StopPolicyStage(conditions, loop_guard))
         request_model = options.get("request_model")
         if request_model is not None and not isinstance(request_model, str):
             raise ConfigurationError(f"request_model must be a str, got {request_model!r}")
@@ -152,8 +160,12 @@ class Pipeline:
         set_slot(self, "_provider", provider)
         set_slot(self, "_options", MappingProxyType(dict(options)))
         set_slot(self, "_conditions", conditions)
-        set_slot(self, "_stages", tuple(composed))
-        set_slot(self, "_judge_stage", judge_stage)
+        set_slot(self, "_user_stages", user_stages)
+        set_slot(
+            self,
+            "_policy_stage",
+            StopPolicyStage(conditions, loop_guard) if conditions or loop_guard else None,
+        )
         set_slot(
             self,
             "_telemetry",
@@ -164,7 +176,16 @@ class Pipeline:
                 redact=options.get("redact"),
             ),
         )
-        set_slot(self, "_history", history_format(provider))
+        set_slot(self, "_history", history)
+        default_request = options.get("request")
+        facts = read_request(provider, default_request) if default_request is not None else None
+        # The judge stage (and its compiled tool schemas) is built once, here: from the tools
+        # option, or else from the default request's tools.
+        tools = options.get("tools")
+        if tools is None and facts is not None:
+            tools = facts.tools
+        judge_stage = self._judge_stage(tools) if judge else None
+        set_slot(self, "_default_run", self._plan(facts, judge_stage))
 
     def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError(f"a Pipeline is immutable; use .replace({name}=...) for a copy")
@@ -198,44 +219,96 @@ class Pipeline:
         merged: dict[str, Any] = {**self._options, **changes}
         return Pipeline(self._provider, **merged)
 
+    def _judge_stage(self, tools: Any) -> JudgeStage:
+        return JudgeStage(
+            tools=tools,
+            policy=self._options.get("policy"),
+            truncated_calls=self._options.get("truncated_calls", "reject"),
+        )
+
+    def _plan(self, facts: RequestFacts | None, judge_stage: JudgeStage | None) -> _Run:
+        options = self._options
+        stages: list[Stage | SyncStage] = list(self._user_stages)
+        if judge_stage is not None:
+            stages.append(judge_stage)
+        if self._policy_stage is not None:
+            stages.append(self._policy_stage)
+        policy = options.get("policy") or DEFAULT_POLICY
+        max_tokens = options.get("max_tokens")
+        stop_sequences: tuple[str, ...] | None = None
+        request_model = options.get("request_model")
+        if facts is not None:
+            max_tokens = facts.max_tokens if facts.max_tokens is not None else max_tokens
+            stop_sequences = facts.stop_sequences
+            request_model = request_model or facts.model
+        return _Run(
+            MapperSettings(
+                max_tokens=max_tokens,
+                stop_sequences=stop_sequences,
+                max_argument_chars=policy.max_bytes,
+            ),
+            tuple(stages),
+            request_model,
+        )
+
+    def _run_for(self, request: Any) -> _Run:
+        """The plan of one turn: the default one, or one with ``request``'s facts applied."""
+        if request is None:
+            return self._default_run
+        facts = read_request(self._provider, request)
+        default = self._default_run
+        judge_stage: JudgeStage | None = None
+        if self._options.get("judge", True):
+            tools = self._options.get("tools")
+            if tools is None and facts.tools is not None:
+                judge_stage = self._judge_stage(facts.tools)
+            else:
+                judge_stage = next(
+                    (stage for stage in default.stages if isinstance(stage, JudgeStage)), None
+                )
+        return self._plan(facts, judge_stage)
+
     # -- one turn ----------------------------------------------------------------------------
 
-    def stream(self, source: Source) -> AsyncGenerator[Event]:
+    def stream(self, source: Source, *, request: Any = None) -> AsyncGenerator[Event]:
         """Yield the typed events of one provider stream, every tool call judged.
 
-        ``source`` is what the provider sent (see :data:`toolwire.pipeline.runner.Source`). Close
-        the generator early with ``contextlib.aclosing`` to release the source at once.
+        ``source`` is what the provider sent (see :data:`toolwire.pipeline.reading.Source`);
+        ``request`` the body that was sent, when known. Close the generator early with
+        ``contextlib.aclosing`` to release the source at once.
         """
-        mapper = open_mapper(self._provider, self._options.get("max_tokens"), argument_deltas=True)
-        return self._stream(source, mapper)
+        run = self._run_for(request)
+        mapper = open_mapper(self._provider, run.settings)
+        return self._stream(source, mapper, run)
 
-    async def _stream(self, source: Source, mapper: ProviderMapper) -> AsyncGenerator[Event]:
+    async def _stream(
+        self, source: Source, mapper: ProviderMapper, run: _Run
+    ) -> AsyncGenerator[Event]:
         # The observer starts with the first read, so a generator never iterated leaves no span.
-        observer = self._observer(mapper.provider_name)
-        events = observed_events(flatten(run_pipeline(source, mapper, self._stages)), observer)
+        observer = self._observer(mapper.provider_name, run)
+        events = observed_events(flatten(run_pipeline(source, mapper, run.stages)), observer)
         try:
             async for event in events:
                 yield event
         finally:
             await events.aclose()
 
-    async def collect(self, source: Source) -> Turn:
+    async def collect(self, source: Source, *, request: Any = None) -> Turn:
         """Read a whole provider stream and return the :class:`Turn`, every call judged.
 
-        Bad model output never raises: a malformed call is a rejected call on the turn, an
-        in-band provider error is in ``Turn.errors`` with ``stop_reason == "error"``, a
-        connection that drops is a ``transport`` error with ``stop_reason == "disconnected"``.
+        Bad model output never raises: a malformed call is a rejected call on the turn; an
+        in-band provider error, an HTTP error status or a body that is no stream is in
+        ``Turn.errors`` with ``stop_reason == "error"``; a connection that drops is a
+        ``transport`` error with ``stop_reason == "disconnected"``.
         """
+        run = self._run_for(request)
         # Nothing but the Turn reads argument pieces unless the caller plugged in stages.
-        mapper = open_mapper(
-            self._provider,
-            self._options.get("max_tokens"),
-            argument_deltas=bool(self._options.get("stages")),
-        )
-        observer = self._observer(mapper.provider_name)
+        settings = msgspec.structs.replace(run.settings, argument_deltas=bool(self._user_stages))
+        mapper = open_mapper(self._provider, settings)
+        observer = self._observer(mapper.provider_name, run)
         builder = TurnBuilder(provider=mapper.provider_name, stop_on=self._conditions)
         add = builder.add
-        batches = observed_batches(run_pipeline(source, mapper, self._stages), observer)
+        batches = observed_batches(run_pipeline(source, mapper, run.stages), observer)
         try:
             async for batch in batches:
                 for event in batch:
@@ -244,12 +317,12 @@ class Pipeline:
             await batches.aclose()
         return builder.build()
 
-    def _observer(self, provider_name: str) -> TurnObserver | NullObserver:
+    def _observer(self, provider_name: str, run: _Run) -> TurnObserver | NullObserver:
         return start_observer(
             self._telemetry,
             provider_name,
-            max_tokens=self._options.get("max_tokens"),
-            request_model=self._options.get("request_model"),
+            max_tokens=run.settings.max_tokens,
+            request_model=run.request_model,
         )
 
     # -- the history, in this provider's format ----------------------------------------------
@@ -295,7 +368,7 @@ async def collect(
 ) -> Turn:
     """One whole turn: ``await Pipeline(provider, **options).collect(source)``.
 
-    Takes the options of :class:`PipelineOptions`. For an agent loop that runs many turns, build
-    one :class:`Pipeline` and reuse it.
+    Takes the options of :class:`PipelineOptions` (``request=body`` among them). For an agent
+    loop that runs many turns, build one :class:`Pipeline` and reuse it.
     """
     return await Pipeline(provider, **options).collect(source)

@@ -1,4 +1,4 @@
-"""A conformance kit that any stage, built-in or plugged in, can be checked with.
+"""Conformance kits: one for any stage, built-in or plugged in, one for any provider adapter.
 
 Call ``await check_stage(stage)`` from a test (on every anyio backend you support); it raises
 ``AssertionError`` naming the broken rule of the stage contract (see
@@ -10,26 +10,36 @@ Call ``await check_stage(stage)`` from a test (on every anyio backend you suppor
 - ``cancellation``: a cancelled run propagates the cancellation and closes upstream;
 - ``no_task_left``: no task outlives a run;
 - ``reusable``: two concurrent runs of the same stage object give the same output as one.
+
+``check_mapper(open_mapper, body)`` checks a provider adapter (a sans-I/O mapper) on a recorded
+body, without an event loop: see its docstring.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 
 import anyio
+import msgspec
 
 from .pipeline.events import (
     Event,
     Finish,
+    ProviderError,
     StreamEnd,
     TextDelta,
     ToolCallArgumentsDelta,
     ToolCallComplete,
+    ToolCallReady,
+    ToolCallRepaired,
     ToolCallStarted,
+    encode_event,
 )
+from .pipeline.mapper import MapperSettings, ProviderMapper
 from .pipeline.stage import Stage, SyncStage
+from .stages.judge import JudgeStage
 
-__all__ = ["Probe", "check_stage", "sample_events"]
+__all__ = ["Probe", "check_mapper", "check_stage", "sample_events"]
 
 
 class Probe(Event, frozen=True, tag="toolwire.testing.probe"):
@@ -157,3 +167,129 @@ async def check_stage(
     assert results[1] == first, reusable
 
     assert len(anyio.get_running_tasks()) == tasks_before, "no_task_left: a task outlived the run"
+
+
+# -- the adapter (mapper) kit ------------------------------------------------------------------
+
+MapperOpener = Callable[[MapperSettings], ProviderMapper]
+
+
+def _run_mapper(open_mapper: MapperOpener, reads: Sequence[bytes]) -> list[Event]:
+    mapper = open_mapper(MapperSettings())
+    events: list[Event] = []
+    for read in reads:
+        events.extend(mapper.feed_bytes(read))
+        if mapper.done:
+            break
+    events.extend(mapper.finish())
+    return events
+
+
+def _normalized(events: Sequence[Event]) -> list[bytes]:
+    """Events as JSON, with synthesized call ids (random per stream) named by first use."""
+    names: dict[str, str] = {}
+
+    def rename(event: Event) -> Event:
+        call_id = getattr(event, "call_id", None)
+        if call_id is not None and call_id.startswith("toolwire-"):
+            fresh = names.setdefault(call_id, f"synthesized-{len(names)}")
+            return msgspec.structs.replace(event, call_id=fresh)
+        call = getattr(event, "call", None)
+        if isinstance(call, ToolCallComplete):
+            return msgspec.structs.replace(event, call=rename(call))
+        return event
+
+    return [encode_event(rename(event)) for event in events]
+
+
+def _check_shape(events: Sequence[Event], where: str) -> None:
+    finishes = [e for e in events if isinstance(e, Finish)]
+    ends = [e for e in events if isinstance(e, StreamEnd)]
+    assert len(finishes) == 1, f"{where}: exactly one Finish, got {len(finishes)}"
+    assert len(ends) == 1, f"{where}: exactly one StreamEnd, got {len(ends)}"
+    assert isinstance(events[-1], StreamEnd), f"{where}: StreamEnd must come last"
+    assert isinstance(events[-2], Finish), f"{where}: Finish must come right before StreamEnd"
+    started: dict[str, list[str]] = {}
+    complete: set[str] = set()
+    for event in events:
+        if isinstance(event, ToolCallStarted):
+            assert event.call_id not in started, f"{where}: call {event.call_id} started twice"
+            started[event.call_id] = []
+        elif isinstance(event, ToolCallArgumentsDelta):
+            assert event.call_id in started, f"{where}: a delta before its call started"
+            assert event.call_id not in complete, f"{where}: a delta after its call completed"
+            started[event.call_id].append(event.delta)
+        elif isinstance(event, ToolCallComplete):
+            assert event.call_id in started, f"{where}: a call completed that never started"
+            assert event.call_id not in complete, f"{where}: call {event.call_id} completed twice"
+            complete.add(event.call_id)
+            if event.damage is None:
+                joined = "".join(started[event.call_id])
+                assert joined == event.arguments_raw, (
+                    f"{where}: the deltas of {event.call_id} do not add up to its arguments"
+                )
+    assert complete == set(started), f"{where}: calls started but never completed"
+
+
+def _runnable_texts(events: Sequence[Event], judge: JudgeStage) -> dict[tuple[int, str], str]:
+    """(position, name) -> raw text, for the calls the default judge would let run.
+
+    Keyed by the call's position in the turn, not its id: synthesized ids are random per stream.
+    """
+    out: dict[tuple[int, str], str] = {}
+    for event in events:
+        if isinstance(event, ToolCallComplete):
+            judged = judge.judge(event)
+            if isinstance(judged, ToolCallReady | ToolCallRepaired):
+                out[event.index, event.name] = event.arguments_raw
+    return out
+
+
+def check_mapper(open_mapper: MapperOpener, body: bytes, *, cut_points: int = 300) -> None:
+    """Check a provider adapter on one recorded ``body``; raise ``AssertionError`` on a breach.
+
+    - ``shape``: one ``Finish`` then one ``StreamEnd``, last; every call started once, its
+      deltas adding up to its text, completed once;
+    - ``rechunking``: the same events whatever the split (whole, byte by byte, odd sizes);
+    - ``cut_anywhere``: the body cut at any point (``cut_points`` of them, spread evenly, plus
+      every line end) never gives a call the judge would run on less than its full text;
+    - ``fail``: a fatal error from outside the body ends the run in ``error``, Finish last;
+    - ``not_a_stream``: an HTML page and an empty body end in ``error``, not truncated.
+    """
+    whole = _run_mapper(open_mapper, [body])
+    _check_shape(whole, "shape")
+    expected = _normalized(whole)
+    for size in (1, 7, 64, 1021):
+        reads = [body[i : i + size] for i in range(0, len(body), size)]
+        assert _normalized(_run_mapper(open_mapper, reads)) == expected, (
+            f"rechunking: reads of {size} bytes gave other events than the whole body"
+        )
+    judge = JudgeStage()
+    full = _runnable_texts(whole, judge)
+    points = {len(body) * n // cut_points for n in range(1, cut_points)}
+    points.update(i + 1 for i, byte in enumerate(body) if byte == 0x0A)
+    for point in sorted(points):
+        if point >= len(body):
+            continue
+        cut = _run_mapper(open_mapper, [body[:point]])
+        _check_shape(cut, f"cut_anywhere at byte {point}")
+        for key, text in _runnable_texts(cut, judge).items():
+            assert full.get(key) == text, (
+                f"cut_anywhere: cut at byte {point}, call {key} would run on {text!r}"
+            )
+    mapper = open_mapper(MapperSettings())
+    failed = [*mapper.feed_bytes(body[: len(body) // 2]), *mapper.fail(_FAILURE)]
+    failed += mapper.finish()
+    _check_shape(failed, "fail")
+    finish = next(e for e in failed if isinstance(e, Finish))
+    assert finish.reason == "error", f"fail: the run must end in error, got {finish.reason}"
+    for junk in (b"<html><body>502 Bad Gateway</body></html>", b""):
+        events = _run_mapper(open_mapper, [junk])
+        _check_shape(events, "not_a_stream")
+        finish = next(e for e in events if isinstance(e, Finish))
+        assert (finish.reason, finish.truncated) == ("error", False), (
+            f"not_a_stream: {junk[:20]!r} must end in error, not truncated; got {finish}"
+        )
+
+
+_FAILURE = ProviderError(message="HTTP 500: test", kind="http_status", code="500", fatal=True)

@@ -1,81 +1,90 @@
-"""Provider names accepted by ``collect`` / ``stream`` and the mapper each one uses.
+"""Provider names accepted by ``Pipeline``, ``collect``, ``stream`` and ``replay --provider``.
 
-Several names lead to the same wire format; the name still matters, because it becomes the
-``gen_ai.provider.name`` on spans and metrics.
+Each name leads to a :class:`~toolwire.adapters.provider.Provider`: a wire format (its mapper), a
+history format and a request reader. Several names share a wire format; the name still
+matters: it picks the server's profile (its quirks) and becomes the ``gen_ai.provider.name`` on
+spans and metrics. Each adapter package is imported only when one of its names is first used.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Mapping
+
+import msgspec
+
 from ..pipeline.errors import ConfigurationError
-from ..pipeline.mapper import MapperFactory, ProviderMapper
+from ..pipeline.mapper import MapperSettings, ProviderMapper
+from ..pipeline.request import RequestFacts
 from .history import HistoryFormat
-from .openai_chat import OpenAIChatHistory, OpenAIChatMapper
+from .openai_chat.profiles import CHAT_PROFILES
+from .provider import Provider
 
 __all__ = [
-    "PROVIDERS",
+    "check_max_tokens",
     "history_format",
     "open_mapper",
+    "provider",
     "provider_names",
+    "read_request",
 ]
 
-
-def _openai_chat(gen_ai_name: str) -> MapperFactory:
-    def factory(max_tokens: int | None, argument_deltas: bool) -> ProviderMapper:
-        return OpenAIChatMapper(
-            max_tokens=max_tokens, provider_name=gen_ai_name, argument_deltas=argument_deltas
-        )
-
-    return factory
-
-
-#: provider name -> factory of a fresh mapper for one stream.
-PROVIDERS: dict[str, MapperFactory] = {
-    "openai-chat": _openai_chat("openai"),
-    "openai": _openai_chat("openai"),
-    "azure-openai": _openai_chat("azure.ai.openai"),
-    "openai-compatible": _openai_chat("openai"),
-    "llama-cpp": _openai_chat("llama.cpp"),
-    "llama-server": _openai_chat("llama.cpp"),
-    "vllm": _openai_chat("vllm"),
-    "lmstudio": _openai_chat("lmstudio"),
-    "ollama-openai": _openai_chat("ollama"),
-    "openrouter": _openai_chat("openrouter"),
-    "mistral": _openai_chat("mistral_ai"),
-    "xai": _openai_chat("x_ai"),
-    "dashscope": _openai_chat("dashscope"),
-    "deepseek": _openai_chat("deepseek"),
+#: provider name -> the adapter package (under ``toolwire.adapters``) that defines it.
+_PACKAGES: dict[str, str] = {
+    **{name: "openai_chat" for name in CHAT_PROFILES},
+    "openai-responses": "openai_responses",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "ollama": "ollama",
 }
 
 
 def provider_names() -> list[str]:
     """Every accepted provider name, sorted."""
-    return sorted(PROVIDERS)
+    return sorted(_PACKAGES)
 
 
-def open_mapper(
-    provider: str, max_tokens: int | None, *, argument_deltas: bool = True
-) -> ProviderMapper:
-    """A fresh mapper for one stream of ``provider``.
-
-    ``argument_deltas=False`` skips the per-piece ``ToolCallArgumentsDelta`` events (the pieces
-    are still accumulated): ``collect`` uses it when no stage of the caller's will read them.
-    """
-    factory = PROVIDERS.get(provider)
-    if factory is None:
+def provider(name: str) -> Provider:
+    """The provider of ``name``; :class:`ConfigurationError` for an unknown name."""
+    package = _PACKAGES.get(name)
+    if package is None:
         raise ConfigurationError(
-            f"unknown provider {provider!r}; expected one of: {', '.join(provider_names())}"
+            f"unknown provider {name!r}; expected one of: {', '.join(provider_names())}"
         )
+    module = importlib.import_module(f"{__package__}.{package}")
+    found: Provider = module.PROVIDERS[name]
+    return found
+
+
+def check_max_tokens(max_tokens: object) -> None:
+    """``max_tokens`` is a positive int or ``None`` (``bool`` is an int, and is not a limit)."""
     if max_tokens is not None and (
-        type(max_tokens) is not int or max_tokens < 1  # bool is an int, and is not a limit
+        not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1
     ):
         raise ConfigurationError(f"max_tokens must be a positive int, got {max_tokens!r}")
-    return factory(max_tokens, argument_deltas)
 
 
-def history_format(provider: str) -> HistoryFormat:
-    """The history format (assistant turn, tool results, check) of ``provider``."""
-    if provider not in PROVIDERS:
+def open_mapper(name: str, settings: MapperSettings | None = None) -> ProviderMapper:
+    """A fresh mapper for one stream of provider ``name``."""
+    settings = settings or MapperSettings()
+    check_max_tokens(settings.max_tokens)
+    return provider(name).open_mapper(settings)
+
+
+def history_format(name: str) -> HistoryFormat:
+    """The history format (assistant turn, tool results, check) of provider ``name``."""
+    return provider(name).history
+
+
+def read_request(name: str, body: object) -> RequestFacts:
+    """The facts of a request body in provider ``name``'s shape (a mapping, or JSON bytes)."""
+    if isinstance(body, bytes | bytearray | str):
+        try:
+            body = msgspec.json.decode(body)
+        except msgspec.DecodeError as error:
+            raise ConfigurationError(f"request is not JSON: {error}") from None
+    if not isinstance(body, Mapping):
         raise ConfigurationError(
-            f"unknown provider {provider!r}; expected one of: {', '.join(provider_names())}"
+            f"request must be the JSON object that was sent, got {type(body).__name__}"
         )
-    return OpenAIChatHistory()
+    return provider(name).read_request(body)

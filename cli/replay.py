@@ -13,7 +13,7 @@ import msgspec
 from ..adapters.registry import provider_names
 from ..api import collect
 from ..pipeline.turn import CallRecord, Turn
-from ..recordings import bundled_names, read_bundled
+from ..recordings import bundled_names, bundled_provider, read_bundled
 from .common import UnreadableInput, read_json_file
 
 __all__ = ["add_replay_parser", "turn_json"]
@@ -33,7 +33,22 @@ def add_replay_parser(commands: Any) -> None:
         ),
     )
     replay.add_argument("file", metavar="FILE")
-    replay.add_argument("--provider", default="openai-chat", choices=provider_names())
+    replay.add_argument(
+        "--provider",
+        default=None,
+        choices=provider_names(),
+        help="the provider the body came from (default: the bundled recording's, or openai-chat)",
+    )
+    replay.add_argument(
+        "--request",
+        type=Path,
+        default=None,
+        metavar="REQUEST_JSON",
+        help=(
+            "the request body that was sent: max_tokens, stop sequences, tools and model are "
+            "read from it, so that a cut is blamed on the token limit only with evidence"
+        ),
+    )
     replay.add_argument("--max-tokens", type=_positive_int, default=None, metavar="N")
     replay.add_argument(
         "--tools",
@@ -87,10 +102,12 @@ def _call_json(call: CallRecord) -> dict[str, Any]:
         "arguments": call.arguments,
         "repairs": list(verdict.repairs) if verdict is not None else [],
         "reason": verdict.reason if verdict is not None else None,
+        "message": verdict.message if verdict is not None else None,
+        "provider_id": call.provider_id,
     }
 
 
-def turn_json(turn: Turn) -> dict[str, Any]:
+def turn_json(turn: Turn, *, tools_given: bool = True) -> dict[str, Any]:
     """The documented ``replay --json`` object."""
     return {
         "text": turn.text,
@@ -99,51 +116,104 @@ def turn_json(turn: Turn) -> dict[str, Any]:
         "finish_raw": turn.finish_raw,
         "truncated": turn.truncated,
         "truncation_evidence": list(turn.truncation_evidence),
+        "cut_by": turn.cut_by,
         "usage": msgspec.to_builtins(turn.usage) if turn.usage is not None else None,
         "model": turn.model,
+        "provider": turn.provider,
         "errors": [error.message for error in turn.errors],
+        "schema_checked": tools_given,
     }
 
 
-def _print_human(turn: Turn) -> None:
+def _shown(text: str) -> str:
+    """One line whatever the text holds: JSON string escapes for newlines and controls."""
+    return msgspec.json.encode(text).decode()
+
+
+def _print_human(turn: Turn, *, tools_given: bool) -> None:
     out = sys.stdout
     out.write(f"model: {turn.model or '(not given)'}\n")
-    out.write(f"stop reason: {turn.stop_reason} (provider said: {turn.finish_raw})\n")
+    said = (
+        f"provider said: {turn.finish_raw}"
+        if turn.finish_raw is not None
+        else "the provider sent no finish reason"
+    )
+    out.write(f"stop reason: {turn.stop_reason} ({said})\n")
     evidence = ", ".join(turn.truncation_evidence) or "none"
-    out.write(f"truncated: {'yes' if turn.truncated else 'no'} (evidence: {evidence})\n")
+    cut = f", cut by: {turn.cut_by}" if turn.cut_by else ""
+    out.write(f"truncated: {'yes' if turn.truncated else 'no'} (evidence: {evidence}{cut})\n")
     if turn.text:
-        out.write(f"text: {turn.text!r}\n")
+        out.write(f"text: {_shown(turn.text)}\n")
     if turn.usage is not None:
         usage = turn.usage
         out.write(f"usage: input {usage.input_tokens}, output {usage.output_tokens}\n")
     out.write(f"tool calls: {len(turn.calls)}\n")
+    if turn.calls and not tools_given:
+        out.write("  (no tools given: the arguments were checked as JSON, not against a schema)\n")
     for call in turn.calls:
         state = "cut off" if call.truncated else "complete"
         out.write(f"  [{call.index}] {call.name} id={call.call_id} ({state}, {call.outcome})\n")
-        out.write(f"      raw arguments: {call.arguments_raw}\n")
-        if call.verdict is not None and call.verdict.repairs:
-            out.write(f"      repairs: {', '.join(call.verdict.repairs)}\n")
-        if call.verdict is not None and call.verdict.message:
-            message = call.verdict.message.replace("\n", "\n      | ")
+        out.write(f"      raw arguments: {_shown(call.arguments_raw)}\n")
+        verdict = call.verdict
+        if verdict is not None and verdict.repairs:
+            out.write(f"      repairs: {', '.join(verdict.repairs)}\n")
+            repaired = msgspec.json.encode(call.arguments).decode()
+            out.write(f"      repaired arguments: {repaired}\n")
+        if verdict is not None and verdict.message:
+            message = verdict.message.replace("\n", "\n      | ")
             out.write(f"      message to the model:\n      | {message}\n")
     for error in turn.errors:
         out.write(f"provider error ({error.kind}): {error.message}\n")
 
 
+#: Errors that mean the body was no stream of that provider at all: replay exits 1.
+_UNREADABLE_KINDS = frozenset({"not_a_stream", "empty_response", "http_status"})
+
+
 def _replay(args: argparse.Namespace) -> int:
     body = _read_source(args.file)
     tools = _load_tools(args.tools)
-    turn = anyio.run(_collect, body, args.provider, args.max_tokens, tools)
-    if turn.errors and not (turn.calls or turn.text or turn.model or turn.finish_raw):
+    request = _load_request(args.request)
+    provider = args.provider or _default_provider(args.file)
+    turn = anyio.run(_collect, body, provider, args.max_tokens, tools, request)
+    unreadable = [error for error in turn.errors if error.kind in _UNREADABLE_KINDS]
+    if unreadable or (
+        turn.errors and not (turn.calls or turn.text or turn.model or turn.finish_raw)
+    ):
+        first = (unreadable or list(turn.errors))[0]
         raise UnreadableInput(
-            f"{args.file} is not a readable {args.provider} stream: {turn.errors[0].message}"
+            f"{args.file} is not a readable {provider} stream: {first.message}"
         )
+    tools_given = tools is not None or bool(request and request.get("tools"))
     if args.json:
-        sys.stdout.write(msgspec.json.encode(turn_json(turn)).decode() + "\n")
+        data = turn_json(turn, tools_given=tools_given)
+        sys.stdout.write(msgspec.json.encode(data).decode() + "\n")
     else:
-        _print_human(turn)
+        _print_human(turn, tools_given=tools_given)
     return 0
 
 
-async def _collect(body: bytes, provider: str, max_tokens: int | None, tools: Any) -> Turn:
-    return await collect(body, provider, max_tokens=max_tokens, tools=tools)
+def _default_provider(file: str) -> str:
+    if file.startswith(_BUNDLED):
+        return bundled_provider(file[len(_BUNDLED) :])
+    return "openai-chat"
+
+
+def _load_request(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    request: dict[str, Any] = read_json_file(path, dict, "the JSON request body that was sent")
+    return request
+
+
+async def _collect(
+    body: bytes,
+    provider: str,
+    max_tokens: int | None,
+    tools: Any,
+    request: dict[str, Any] | None,
+) -> Turn:
+    options: dict[str, Any] = {"tools": tools, "request": request}
+    if max_tokens is not None:
+        options["max_tokens"] = max_tokens
+    return await collect(body, provider, **options)

@@ -9,9 +9,10 @@ name and the raw text only, so the stage can re-render it once it knows the call
 from __future__ import annotations
 
 import re
-from typing import Literal
 
+from ..pipeline.events import CutBy, CutFacts
 from ..pipeline.verdict import Verdict
+from ._cut_message import cut_summary_and_advice
 
 __all__ = ["QUOTE_LIMIT", "quote_received", "render_message"]
 
@@ -19,10 +20,6 @@ __all__ = ["QUOTE_LIMIT", "quote_received", "render_message"]
 QUOTE_LIMIT = 500
 
 _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
-_SPLIT_ADVICE = (
-    "A plain retry will hit the same limit: send smaller arguments, "
-    "or split the work into several smaller calls."
-)
 
 
 def _printable(text: str) -> str:
@@ -60,14 +57,16 @@ def render_message(
     tool: str,
     raw: str,
     call_id: str | None = None,
-    cut_by: Literal["token_limit", "disconnected", "error"] = "token_limit",
+    cut_by: CutBy | None = None,
+    cut_facts: CutFacts | None = None,
 ) -> str | None:
     """The model-facing message for a rejected verdict (``None`` when the call may run).
 
     ``raw`` is the arguments text exactly as received; ``call_id`` is named when known.
     ``cut_by`` says what cut a ``truncated`` call short, so that the message stays true: the
-    output-token limit (retrying hits it again), or a stream that dropped or failed (a plain
-    retry is the right answer).
+    output-token limit (retrying hits it again), a stream that dropped or failed (a plain retry
+    is the right answer), or ``None``/``unknown``: nothing shows why, and ``cut_facts`` (the
+    finish, usage and stop sequences) are stated instead of a guess.
     """
     if verdict.outcome != "rejected" or verdict.reason is None:
         return None
@@ -75,19 +74,10 @@ def render_message(
     details = [line for line in (verdict.detail or "").splitlines() if line.strip()]
     middle = [_sentence(line) for line in details]
     reason = verdict.reason
-    if reason == "truncated" and cut_by != "token_limit":
-        cause = "the stream dropped" if cut_by == "disconnected" else "the provider failed"
-        summary = (
-            f"{cause} after {verdict.raw_length} characters of its arguments, before the call "
-            "was complete, so it was not run."
+    if reason == "truncated":
+        summary, advice = cut_summary_and_advice(
+            tool=tool, raw_length=verdict.raw_length, cut_by=cut_by, facts=cut_facts
         )
-        advice = f"Call `{tool}` again with the complete arguments."
-    elif reason == "truncated":
-        summary = (
-            f"it was cut off at the output-token limit after {verdict.raw_length} characters, "
-            "so it was not run."
-        )
-        advice = _SPLIT_ADVICE
     elif reason == "not_json":
         summary = "its arguments are not valid JSON."
         middle = [f"Problem: {line}" for line in middle]

@@ -17,6 +17,10 @@ of ``ToolCallReady`` / ``ToolCallRepaired`` / ``ToolCallRejected`` (the complete
 inside, as ``call``).
 
 New fields always get defaults, so that events recorded by an older toolwire still decode.
+
+Events are not tracked by the cyclic garbage collector (``gc=False``): they are frozen and hold
+only strings, numbers and other events, so they can never be part of a cycle, and tracking the
+hundred thousand events of a hostile turn made every collection pass grow with the turn.
 """
 
 from __future__ import annotations
@@ -28,13 +32,18 @@ import msgspec
 from .verdict import Verdict
 
 __all__ = [
+    "LIMIT_EVIDENCE",
     "ArgumentsForm",
     "ClosedBy",
     "CutBy",
+    "CutFacts",
+    "Damage",
     "Event",
     "Finish",
     "JudgedCallEvent",
+    "ProviderContent",
     "ProviderError",
+    "ProviderErrorKind",
     "ReasoningDelta",
     "ResponseInfo",
     "StopCondition",
@@ -59,17 +68,40 @@ StopReason = Literal[
     "end_turn", "tool_calls", "length", "content_filter", "error", "disconnected", "unknown"
 ]
 
-#: Each kind of evidence that the output was cut off at the output-token limit.
+#: Each kind of evidence that the output was cut off before the model ended it.
+#:
+#: Evidence of the output-token limit (only these make ``Finish.reason == "length"``):
 #:
 #: - ``finish_reason``: the provider said so (``length``, ``max_tokens``, ``MAX_TOKENS``,
 #:   ``max_output_tokens``, ``incomplete_details``, Ollama ``done_reason: length``).
-#: - ``usage_at_max_tokens``: output tokens reported equal the request's ``max_tokens``.
+#: - ``usage_at_max_tokens``: output tokens reported reach the request's ``max_tokens``.
+#: - ``server_profile``: the provider profile documents that this server hides its length
+#:   finish (llama-cpp-python says ``tool_calls`` for a call cut at ``max_tokens``), a call stops
+#:   inside a value, and nothing speaks against the limit (no stop sequence in the request, no
+#:   usage below ``max_tokens``).
+#:
+#: Evidence of a cut whose cause is something else, or unknown:
+#:
 #: - ``arguments_unterminated``: a call still open at the end stops inside a string, object or
-#:   array (llama-cpp-python reports ``tool_calls`` on such a call).
+#:   array.
+#: - ``call_unfinished``: a call whose provider ends each call explicitly (Anthropic
+#:   ``content_block_stop``, Responses ``output_item.done``) never got that end.
 #: - ``no_finish``: the stream ended with neither a finish reason nor the provider's terminator.
+#: - ``error_mid_call``: a fatal error arrived while a call was being written.
 TruncationEvidence = Literal[
-    "finish_reason", "usage_at_max_tokens", "arguments_unterminated", "no_finish"
+    "finish_reason",
+    "usage_at_max_tokens",
+    "server_profile",
+    "arguments_unterminated",
+    "call_unfinished",
+    "no_finish",
+    "error_mid_call",
 ]
+
+#: The kinds of evidence that name the output-token limit as the cause.
+LIMIT_EVIDENCE: frozenset[TruncationEvidence] = frozenset(
+    {"finish_reason", "usage_at_max_tokens", "server_profile"}
+)
 
 #: A condition of ``stop_on`` (see :mod:`toolwire.stages.policy`).
 StopCondition = Literal["length", "malformed_tool_call", "content_filter", "repair_loop"]
@@ -78,15 +110,35 @@ StopCondition = Literal["length", "malformed_tool_call", "content_filter", "repa
 #: compatible servers); ``object`` arguments were serialized by toolwire with msgspec.
 ArgumentsForm = Literal["string", "object"]
 
-#: What cut a call short: the output-token limit, a stream that stopped, or a fatal error.
-CutBy = Literal["token_limit", "disconnected", "error"]
+#: What cut a call short: the output-token limit (with evidence), a stream that stopped, a fatal
+#: error, or ``unknown``: the text stops inside a value and nothing shows why (a stop sequence,
+#: a server's tool parser...). The message to the model says only what is known.
+CutBy = Literal["token_limit", "unknown", "disconnected", "error"]
+
+#: Why a call's text cannot be trusted as complete, apart from being cut: a piece of the stream
+#: that may have held part of it could not be read (``lost_fragment``), or it passed the size
+#: limit while streaming and was no longer buffered (``too_large``).
+Damage = Literal["lost_fragment", "too_large"]
 
 #: The structural signal that closed a tool call.
 ClosedBy = Literal["next_call", "call_end", "finish", "end_of_stream"]
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc=False):
     """Base of every event; never instantiated itself."""
+
+
+class CutFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """What the stream and the request said about the end of a cut call: the message's facts.
+
+    ``None`` means "not known" (no usage reported, no request given); ``stop_sequences`` is
+    ``None`` when the request is not known and ``()`` when it had none.
+    """
+
+    finish_raw: str | None = None
+    output_tokens: int | None = None
+    max_tokens: int | None = None
+    stop_sequences: tuple[str, ...] | None = None
 
 
 class ResponseInfo(Event, frozen=True, tag="response.info"):
@@ -116,6 +168,9 @@ class ToolCallStarted(Event, frozen=True, tag="tool_call.started"):
     index: int
     #: The provider sent no id; ``call_id`` was made up by toolwire, stable for this call.
     id_synthesized: bool = False
+    #: The provider's id, when toolwire had to give this call another one: a second call of the
+    #: turn carried an id already used (``call_id`` is then ``<id>~2``, ``<id>~3``...).
+    provider_id: str | None = None
 
 
 class ToolCallArgumentsDelta(Event, frozen=True, tag="tool_call.arguments_delta"):
@@ -129,10 +184,13 @@ class ToolCallArgumentsDelta(Event, frozen=True, tag="tool_call.arguments_delta"
 class ToolCallComplete(Event, frozen=True, tag="tool_call.complete"):
     """A tool call closed by a structural end signal: its raw arguments are final.
 
-    ``arguments_raw`` is the exact concatenation of the argument deltas, byte for byte.
+    ``arguments_raw`` is the exact concatenation of the argument deltas, byte for byte (except
+    for a ``too_large`` call, whose text stopped being kept at the limit: ``arguments_raw`` is
+    then its first characters and ``arguments_length`` the length received).
     ``truncated`` is true when this call was still open when the output was cut off (a
     ``length`` finish, usage at ``max_tokens``, a dropped stream, or text that stops inside a
-    value); calls closed earlier by the next call starting are never marked.
+    value); calls closed earlier by the next call starting are never marked. ``damage`` says
+    the text cannot be trusted as whole for another reason; a damaged call never runs.
     """
 
     call_id: str
@@ -145,6 +203,12 @@ class ToolCallComplete(Event, frozen=True, tag="tool_call.complete"):
     truncated: bool = False
     #: When ``truncated``: what cut the call short (the message to the model depends on it).
     cut_by: CutBy | None = None
+    #: When ``truncated``: the finish, usage and request facts the message may state.
+    cut_facts: CutFacts | None = None
+    damage: Damage | None = None
+    #: Characters received, when it differs from ``len(arguments_raw)`` (``too_large``).
+    arguments_length: int | None = None
+    provider_id: str | None = None
 
 
 class Usage(Event, frozen=True, tag="usage"):
@@ -156,6 +220,33 @@ class Usage(Event, frozen=True, tag="usage"):
     reasoning_tokens: int | None = None
 
 
+#: What went wrong with the provider stream:
+#:
+#: - ``error_payload``: the provider sent an error in band (fatal).
+#: - ``not_json`` / ``unknown_shape``: a piece of the stream could not be read; any call that
+#:   was being written then is marked ``lost_fragment`` and never runs.
+#: - ``too_long``: one line or event passed the framing cap and was dropped (same consequence).
+#: - ``protocol``: the provider broke its own protocol (arguments for a closed call...).
+#: - ``transport``: reading the source failed (a dropped connection), or closing it did.
+#: - ``http_status``: the response had a non-2xx HTTP status; the body is quoted (fatal).
+#: - ``not_a_stream``: the body is not an event stream at all (an HTML page, a JSON error body,
+#:   binary data); its first bytes are quoted (fatal).
+#: - ``empty_response``: the body was empty: no response, not a truncation (fatal).
+#: - ``too_many_errors``: more errors came than are kept; this one counts the rest.
+ProviderErrorKind = Literal[
+    "error_payload",
+    "not_json",
+    "unknown_shape",
+    "too_long",
+    "protocol",
+    "transport",
+    "http_status",
+    "not_a_stream",
+    "empty_response",
+    "too_many_errors",
+]
+
+
 class ProviderError(Event, frozen=True, tag="provider.error"):
     """The provider stream carried something that is not a normal chunk.
 
@@ -165,21 +256,25 @@ class ProviderError(Event, frozen=True, tag="provider.error"):
     """
 
     message: str
-    kind: Literal["error_payload", "not_json", "unknown_shape", "protocol", "transport"] = (
-        "error_payload"
-    )
+    kind: ProviderErrorKind = "error_payload"
     code: str | None = None
     raw: str = ""
     fatal: bool = False
 
 
 class Finish(Event, frozen=True, tag="finish"):
-    """Why the output ended: one typed reason, the provider's raw value, and truncation facts."""
+    """Why the output ended: one typed reason, the provider's raw value, and truncation facts.
+
+    ``truncated``: the model's output was cut before the model ended it (``evidence`` says how
+    that was seen, ``cut_by`` by what). ``reason`` is ``length`` only with evidence of the
+    output-token limit; a call cut for an unknown cause keeps the provider's reason.
+    """
 
     reason: StopReason
     raw: str | None = None
     truncated: bool = False
     evidence: tuple[TruncationEvidence, ...] = ()
+    cut_by: CutBy | None = None
 
 
 class StreamEnd(Event, frozen=True, tag="stream.end"):
@@ -209,6 +304,19 @@ class ToolCallRejected(Event, frozen=True, tag="tool_call.rejected"):
     verdict: Verdict
 
 
+class ProviderContent(Event, frozen=True, tag="provider.content"):
+    """The assistant turn as the provider must see it again when the history is replayed.
+
+    Emitted once, before ``Finish``, by adapters whose provider requires opaque parts back
+    (Anthropic thinking blocks with their signatures, Gemini ``thoughtSignature`` parts,
+    Responses reasoning items). ``items`` are that provider's own JSON objects, in stream order;
+    a call's entry names toolwire's ``call_id`` so that its arguments are written from the
+    verdict, never from the raw text. Only the adapter's history format reads them.
+    """
+
+    items: tuple[Any, ...] = ()
+
+
 class TurnStopped(Event, frozen=True, tag="turn.stopped"):
     """A condition of ``stop_on`` held: nothing of this turn may be dispatched.
 
@@ -236,6 +344,7 @@ AnyEvent = (
     | ToolCallRepaired
     | ToolCallRejected
     | TurnStopped
+    | ProviderContent
 )
 
 _encoder = msgspec.json.Encoder()

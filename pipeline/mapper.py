@@ -1,10 +1,10 @@
-"""What every provider adapter offers the pipeline runner.
+"""The port every provider adapter implements, and what the pipeline tells it about a stream.
 
 An adapter is a sans-I/O *mapper*: it is fed what arrives (raw body bytes, or SDK chunk objects)
 and returns typed events; :meth:`ProviderMapper.finish` is called once when the source ends and
-returns the closing events (open calls, ``Finish``, ``StreamEnd``). The async shells in
-``toolwire.pipeline.runner`` do the I/O. A mapper is created per stream by its factory, so one
-configured adapter serves any number of concurrent streams.
+returns the closing events (open calls, ``Finish``, ``StreamEnd``). The async shell in
+:mod:`toolwire.pipeline.runner` does the I/O. A mapper is created per stream by its factory from
+:class:`MapperSettings`, so one configured adapter serves any number of concurrent streams.
 """
 
 from __future__ import annotations
@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from .events import Event
+import msgspec
 
-__all__ = ["MapperFactory", "ProviderMapper", "cap_text"]
+from .accumulate import DEFAULT_MAX_ARGUMENT_CHARS
+from .events import Event, ProviderError
+
+__all__ = ["RAW_CAP", "MapperFactory", "MapperSettings", "ProviderMapper", "cap_text"]
 
 #: How many characters of an offending payload are kept in a ProviderError.
 RAW_CAP = 500
@@ -28,11 +31,30 @@ def cap_text(data: bytes | str, cap: int = RAW_CAP) -> str:
     return f"{text[:cap]}… ({len(text)} characters)"
 
 
+class MapperSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """What one stream's mapper is told before the first byte (from the options and request).
+
+    ``stop_sequences`` is ``None`` when the request is not known, ``()`` when it had none.
+    ``max_argument_chars``: a call whose arguments grow past it is marked ``too_large`` at once
+    and no longer buffered.
+    """
+
+    max_tokens: int | None = None
+    stop_sequences: tuple[str, ...] | None = None
+    argument_deltas: bool = True
+    max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS
+
+
 class ProviderMapper(Protocol):
     """Per-stream translation of one provider's wire format into toolwire events."""
 
     #: The ``gen_ai.provider.name`` of this provider (``openai``, ``anthropic``...).
     provider_name: str
+
+    @property
+    def done(self) -> bool:
+        """The provider's terminator was seen: the runner stops reading and closes the source."""
+        ...
 
     def feed_bytes(self, data: bytes, /) -> list[Event]:
         """Take the next bytes of the response body (any split)."""
@@ -40,6 +62,10 @@ class ProviderMapper(Protocol):
 
     def feed_object(self, chunk: object, /) -> list[Event]:
         """Take one SDK chunk object (or a decoded JSON mapping)."""
+        ...
+
+    def fail(self, error: ProviderError, /) -> list[Event]:
+        """A fatal error found outside the body (an HTTP status): the turn ends in ``error``."""
         ...
 
     def finish(self, *, failed: bool = False) -> list[Event]:
@@ -51,4 +77,4 @@ class ProviderMapper(Protocol):
         ...
 
 
-MapperFactory = Callable[[int | None, bool], ProviderMapper]
+MapperFactory = Callable[[MapperSettings], ProviderMapper]

@@ -7,129 +7,39 @@ Order of composition (fixed and documented, like Starlette's middleware)::
 
 Consecutive synchronous stages are fused into the adapter's loop, so a pipeline with no async
 stage has exactly one async hop per *read*, not per event. Everything the runner opens it
-closes, on normal end, early exit and cancellation alike; the source is closed too (``aclose``).
+closes, on normal end, early exit and cancellation alike; reading and closing the source is
+:mod:`toolwire.pipeline.reading`.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import (
-    AsyncGenerator,
-    AsyncIterable,
-    AsyncIterator,
-    Iterable,
-    Mapping,
-    Sequence,
-)
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
 
-from .errors import SourceTypeError
-from .events import Event, ProviderError
+from .events import Event
 from .mapper import ProviderMapper
-from .stage import EventStep, Stage, SyncStage, aclose_quietly, drive_step
+from .reading import Source, mapped_batches
+from .stage import (
+    EventStep,
+    Stage,
+    SyncStage,
+    aclose_quietly,
+    drive_step,
+    feed_step,
+    heavy_check,
+)
 
 __all__ = ["Source", "run_pipeline"]
-
-#: What ``collect`` and ``stream`` read: one ``bytes`` body, an async iterable of ``bytes``
-#: (``httpx.Response.aiter_bytes()``), an async iterable of SDK chunk objects (the ``openai``
-#: SDK's ``AsyncStream``), or an in-memory iterable of either (for tests and replays).
-Source = bytes | bytearray | str | AsyncIterable[Any] | Iterable[Any]
-
-
-def _feed(mapper: ProviderMapper, item: object) -> list[Event]:
-    if isinstance(item, bytes):
-        return mapper.feed_bytes(item)
-    if isinstance(item, bytearray | memoryview):
-        return mapper.feed_bytes(bytes(item))
-    if isinstance(item, str):
-        return mapper.feed_bytes(item.encode())
-    return mapper.feed_object(item)
-
-
-async def _close_source(source: object) -> None:
-    if hasattr(source, "aclose"):
-        await aclose_quietly(source)
-        return
-    close = getattr(source, "close", None)
-    if close is not None and inspect.iscoroutinefunction(close):
-        await close()
-
-
-async def mapped_batches(source: Source, mapper: ProviderMapper) -> AsyncGenerator[list[Event]]:
-    """Read ``source`` and yield the events of each read, ending with the mapper's finish.
-
-    A source that fails while being read (``httpx.RemoteProtocolError`` on a dropped connection,
-    a read timeout) does not lose the turn: the failure becomes a fatal ``ProviderError`` of kind
-    ``transport`` and the mapper finishes with what it has (a dropped stream: ``disconnected``,
-    the open call marked ``truncated``). Cancellation and other ``BaseException`` pass through.
-    """
-    if isinstance(source, Mapping):
-        raise SourceTypeError(
-            "source is a mapping; pass the response body (bytes) or the stream, not a decoded "
-            "JSON object (wrap one decoded chunk in a list to feed it as an SDK-like object)"
-        )
-    if isinstance(source, bytes | bytearray | str):
-        yield _feed(mapper, source)
-        yield mapper.finish()
-        return
-    if isinstance(source, AsyncIterable):
-        iterator: AsyncIterator[Any] = aiter(source)
-    elif isinstance(source, Iterable):
-        iterator = _from_sync(source)
-    else:
-        raise SourceTypeError(
-            "source must be bytes, an async iterable of bytes (httpx aiter_bytes()), an async "
-            f"iterable of SDK chunk objects, or an iterable of those; got {type(source).__name__}"
-        )
-    failure: ProviderError | None = None
-    try:
-        while True:
-            # Only reading the source is guarded: a bug in a mapper or a stage must not look
-            # like a dropped connection.
-            try:
-                item = await anext(iterator)
-            except StopAsyncIteration:
-                break
-            except Exception as error:
-                failure = _transport_error(error)
-                break
-            batch = _feed(mapper, item)
-            if batch:
-                yield batch
-    finally:
-        await _close_source(iterator)
-        if iterator is not source:
-            await _close_source(source)
-    if failure is not None:
-        yield [failure, *mapper.finish(failed=True)]
-    else:
-        yield mapper.finish()
-
-
-async def _from_sync(items: Iterable[Any]) -> AsyncGenerator[Any]:
-    """An in-memory iterable as an async one (lists of reads or chunk objects, in tests)."""
-    for item in items:
-        yield item
-
-
-def _transport_error(error: Exception) -> ProviderError:
-    text = str(error)
-    name = type(error).__name__
-    return ProviderError(
-        message=f"the stream failed while being read: {name}: {text}" if text else name,
-        kind="transport",
-        code=name,
-        fatal=True,
-    )
-
 
 class FusedSteps:
     """Several synchronous steps applied in order to each event, as one step."""
 
-    __slots__ = ("_steps",)
+    __slots__ = ("_heavy", "_steps", "may_offload")
 
     def __init__(self, steps: Sequence[EventStep]) -> None:
         self._steps = tuple(steps)
+        self._heavy = tuple(heavy_check(step) for step in self._steps)
+        #: Some step may move costly events to a worker thread: use :meth:`feed_many_offloading`.
+        self.may_offload = any(check is not None for check in self._heavy)
 
     def feed_many(self, events: Iterable[Event]) -> list[Event]:
         """Run a batch of events through every step."""
@@ -140,6 +50,16 @@ class FusedSteps:
             feed = step.feed
             for event in current:
                 extend(feed(event))
+            current = produced
+        return current if isinstance(current, list) else list(current)
+
+    async def feed_many_offloading(self, events: Iterable[Event]) -> list[Event]:
+        """:meth:`feed_many`, with the events a step calls heavy fed to it in a worker thread."""
+        current: Iterable[Event] = events
+        for step, heavy in zip(self._steps, self._heavy, strict=True):
+            produced: list[Event] = []
+            for event in current:
+                produced.extend(await feed_step(step, heavy, event))
             current = produced
         return current if isinstance(current, list) else list(current)
 
@@ -161,7 +81,11 @@ async def _fused_head(
             if steps is None:
                 yield batch
             else:
-                out = steps.feed_many(batch)
+                out = (
+                    await steps.feed_many_offloading(batch)
+                    if steps.may_offload
+                    else steps.feed_many(batch)
+                )
                 if out:
                     yield out
         if steps is not None:

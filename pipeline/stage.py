@@ -16,6 +16,11 @@ conformance kit in :mod:`toolwire.testing` checks it):
 For the common 1:1 / 1:n case, subclass :class:`SyncStage` (or decorate a function with
 :func:`event_stage`): the runner fuses consecutive synchronous stages into one loop with no async
 hop per event, which is also the fast path.
+
+A synchronous step whose work on some events can take long (the judge on a very large call)
+may say so with an ``is_heavy(event) -> bool`` method: those events are then fed to it in a
+worker thread (``anyio.to_thread``), so that one turn never stalls the other streams of the
+process. Every other event stays on the fast path.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from __future__ import annotations
 import abc
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from typing import Protocol, runtime_checkable
+
+import anyio.to_thread
 
 from .events import Event
 
@@ -33,6 +40,8 @@ __all__ = [
     "SyncStage",
     "aclose_quietly",
     "event_stage",
+    "feed_step",
+    "heavy_check",
 ]
 
 
@@ -57,6 +66,26 @@ class EventStep(Protocol):
         ...
 
 
+HeavyCheck = Callable[[Event], bool]
+
+
+def heavy_check(step: EventStep) -> HeavyCheck | None:
+    """The step's ``is_heavy`` method, when it has one (see the module docstring)."""
+    check: HeavyCheck | None = getattr(step, "is_heavy", None)
+    return check
+
+
+async def feed_step(step: EventStep, heavy: HeavyCheck | None, event: Event) -> Iterable[Event]:
+    """``step.feed(event)``, in a worker thread when ``heavy`` says the event is costly."""
+    if heavy is not None and heavy(event):
+        return await anyio.to_thread.run_sync(_feed_listed, step, event)
+    return step.feed(event)
+
+
+def _feed_listed(step: EventStep, event: Event) -> list[Event]:
+    return list(step.feed(event))
+
+
 async def aclose_quietly(iterator: object) -> None:
     """Close an upstream async iterator if it can be closed (async generators, SDK streams)."""
     aclose = getattr(iterator, "aclose", None)
@@ -78,9 +107,10 @@ class SyncStage(abc.ABC):
 
 async def drive_step(step: EventStep, events: AsyncIterator[Event]) -> AsyncGenerator[Event]:
     """Drive one synchronous step over an async stream, closing upstream on every exit."""
+    heavy = heavy_check(step)
     try:
         async for event in events:
-            for produced in step.feed(event):
+            for produced in await feed_step(step, heavy, event):
                 yield produced
         for produced in step.finish():
             yield produced

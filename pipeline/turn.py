@@ -13,8 +13,10 @@ from typing import Any
 import msgspec
 
 from .events import (
+    CutBy,
     Event,
     Finish,
+    ProviderContent,
     ProviderError,
     ReasoningDelta,
     ResponseInfo,
@@ -34,7 +36,7 @@ from .verdict import Verdict
 __all__ = ["CallRecord", "Turn", "TurnBuilder"]
 
 
-class CallRecord(msgspec.Struct, frozen=True, kw_only=True):
+class CallRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One tool call of a turn: what arrived, and (when judged) the verdict.
 
     ``arguments`` is the parsed object the tool may run with, ``None`` when the call was rejected
@@ -50,6 +52,9 @@ class CallRecord(msgspec.Struct, frozen=True, kw_only=True):
     verdict: Verdict | None = None
     truncated: bool = False
     id_synthesized: bool = False
+    #: The provider's id when toolwire gave this call another (a repeated id; see
+    #: :mod:`toolwire.pipeline.accumulate`). ``call_id`` is what history replays and answers.
+    provider_id: str | None = None
 
     @property
     def id(self) -> str:
@@ -78,10 +83,11 @@ class CallRecord(msgspec.Struct, frozen=True, kw_only=True):
             verdict=verdict,
             truncated=call.truncated or (verdict is not None and verdict.truncated),
             id_synthesized=call.id_synthesized,
+            provider_id=call.provider_id,
         )
 
 
-class Turn(msgspec.Struct, frozen=True, kw_only=True):
+class Turn(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One assistant turn, as toolwire understood it."""
 
     text: str = ""
@@ -89,8 +95,11 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     calls: tuple[CallRecord, ...] = ()
     stop_reason: StopReason = "unknown"
     finish_raw: str | None = None
+    #: The output was cut before the model ended it (by the limit, a drop, or an unknown cause).
     truncated: bool = False
     truncation_evidence: tuple[TruncationEvidence, ...] = ()
+    #: What cut it: ``token_limit`` (with evidence), ``unknown``, ``disconnected``, ``error``.
+    cut_by: CutBy | None = None
     usage: Usage | None = None
     errors: tuple[ProviderError, ...] = ()
     model: str | None = None
@@ -100,6 +109,8 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     stop_on: frozenset[StopCondition] = frozenset()
     #: The conditions of ``stop_on`` that held: when not empty, nothing may be dispatched.
     stopped_by: tuple[StopCondition, ...] = ()
+    #: The provider's own record of the turn, for history replay (see ``ProviderContent``).
+    provider_content: tuple[Any, ...] = ()
 
     @property
     def stopped(self) -> bool:
@@ -122,6 +133,7 @@ class TurnBuilder:
 
     __slots__ = (
         "_calls",
+        "_content",
         "_errors",
         "_finish",
         "_info",
@@ -146,6 +158,7 @@ class TurnBuilder:
         self._finish: Finish | None = None
         self._usage_event: Usage | None = None
         self._info: ResponseInfo | None = None
+        self._content: tuple[Any, ...] = ()
 
     def add(self, event: Event) -> None:
         """Take one event (a dict lookup on its type; events it does not know are ignored)."""
@@ -180,6 +193,9 @@ class TurnBuilder:
     def _stopped(self, event: TurnStopped) -> None:
         self._stopped_by = event.conditions
 
+    def _provider_content(self, event: ProviderContent) -> None:
+        self._content = event.items
+
     def build(self) -> Turn:
         """The turn so far (normally called after ``StreamEnd``)."""
         finish = self._finish
@@ -192,6 +208,7 @@ class TurnBuilder:
             finish_raw=finish.raw if finish is not None else None,
             truncated=finish.truncated if finish is not None else False,
             truncation_evidence=finish.evidence if finish is not None else (),
+            cut_by=finish.cut_by if finish is not None else None,
             usage=self._usage_event,
             errors=tuple(self._errors),
             model=info.model if info is not None else None,
@@ -199,6 +216,7 @@ class TurnBuilder:
             provider=self.provider,
             stop_on=self.stop_on,
             stopped_by=self._stopped_by,
+            provider_content=self._content,
         )
 
 
@@ -218,4 +236,5 @@ _HANDLERS: dict[type[Event], Callable[[TurnBuilder, Any], None]] = {
     ProviderError: TurnBuilder._error,
     ResponseInfo: TurnBuilder._info_event,
     TurnStopped: TurnBuilder._stopped,
+    ProviderContent: TurnBuilder._provider_content,
 }

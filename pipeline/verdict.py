@@ -23,6 +23,7 @@ RejectReason = Literal[
     "schema",
     "unknown_tool",
     "too_large",
+    "lost_in_transit",
 ]
 
 RepairKind = Literal[
@@ -45,7 +46,7 @@ RepairKind = Literal[
 ]
 
 
-class Verdict(msgspec.Struct, frozen=True, kw_only=True):
+class Verdict(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """The judge's decision on one raw arguments string.
 
     ``outcome`` is ``ok`` (valid as sent; ``arguments`` is exactly what the text encodes),

@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from importlib import resources
 
-__all__ = ["bundled_names", "read_bundled"]
+__all__ = ["bundled_names", "bundled_provider", "read_bundled"]
+
+#: The provider each shipped recording was made with (its profile matters: llama-cpp-python
+#: hides its length finish).
+_PROVIDERS = {
+    "llama_cpp_write_cut_at_max_tokens": "llama-cpp",
+    "llama_cpp_write_complete": "llama-cpp",
+    "openai_two_parallel_calls": "openai-chat",
+}
 
 
 def bundled_names() -> list[str]:
@@ -32,3 +40,8 @@ def read_bundled(name: str) -> bytes:
         if entry.is_file():
             return entry.read_bytes()
     raise KeyError(name)
+
+
+def bundled_provider(name: str) -> str:
+    """The provider name a shipped recording is read as (``openai-chat`` when not listed)."""
+    return _PROVIDERS.get(name, "openai-chat")

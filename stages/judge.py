@@ -17,6 +17,7 @@ from typing import Any, Literal
 import msgspec
 
 from ..judge import DEFAULT_POLICY, Policy, Toolset, parse_arguments, render_message
+from ..judge._transit import damaged_verdict
 from ..pipeline.errors import ConfigurationError
 from ..pipeline.events import (
     Event,
@@ -28,18 +29,32 @@ from ..pipeline.events import (
 from ..pipeline.stage import EventStep, SyncStage
 from ..pipeline.verdict import Verdict
 
-__all__ = ["JudgeStage"]
+__all__ = ["DEFAULT_OFFLOAD_ABOVE", "JudgeStage"]
+
+
+#: Calls with more characters of arguments than this are judged in a worker thread, so that a
+#: large malformed call never stalls the event loop (measured in bench/bench_judge_offload.py).
+DEFAULT_OFFLOAD_ABOVE = 64 * 1024
 
 
 class JudgeStage(SyncStage):
-    """Judge every complete tool call against the tools offered to the model."""
+    """Judge every complete tool call against the tools offered to the model.
+
+    ``offload_above``: calls whose arguments are longer (in characters) are judged in a worker
+    thread (``anyio.to_thread``); the rest, nearly every call, on the event loop.
+    """
 
     def __init__(
         self,
         tools: Sequence[Any] | Toolset | None = None,
         policy: Policy | None = None,
         truncated_calls: Literal["reject", "allow"] = "reject",
+        *,
+        offload_above: int = DEFAULT_OFFLOAD_ABOVE,
     ) -> None:
+        if type(offload_above) is not int or offload_above < 0:
+            raise ConfigurationError(f"offload_above must be an int >= 0, got {offload_above!r}")
+        self.offload_above = offload_above
         if truncated_calls not in ("reject", "allow"):
             raise ConfigurationError(
                 f"truncated_calls must be 'reject' or 'allow', got {truncated_calls!r}"
@@ -56,6 +71,18 @@ class JudgeStage(SyncStage):
 
     def judge(self, call: ToolCallComplete) -> Event:
         """The judged event for one complete call."""
+        if call.damage is not None:
+            # Never judged on its text: a call that lost its middle can still parse.
+            return ToolCallRejected(
+                call=call,
+                verdict=damaged_verdict(
+                    tool=call.name,
+                    call_id=call.call_id,
+                    raw=call.arguments_raw,
+                    damage=call.damage,
+                    received_length=call.arguments_length or len(call.arguments_raw),
+                ),
+            )
         toolset = self.toolset
         spec = toolset.get(call.name) if toolset is not None else None
         verdict = parse_arguments(
@@ -69,22 +96,23 @@ class JudgeStage(SyncStage):
             call_id=call.call_id,
         )
         if verdict.outcome == "rejected":
-            if verdict.reason == "truncated" and call.cut_by not in (None, "token_limit"):
-                # Cut by a dropped or failed stream, not by the token limit: say so.
-                message = render_message(
-                    verdict,
-                    tool=call.name,
-                    raw=call.arguments_raw,
-                    call_id=call.call_id,
-                    cut_by=call.cut_by,
-                )
-                verdict = msgspec.structs.replace(verdict, message=message)
+            if verdict.reason == "truncated":
+                # The judge saw only the text; the stream knows what cut it: say that.
+                verdict = _with_cut_message(verdict, call)
             return ToolCallRejected(call=call, verdict=verdict)
         if verdict.truncated and self.truncated_calls == "reject":
             return ToolCallRejected(call=call, verdict=_as_truncated(verdict, call))
         if verdict.outcome == "repaired":
             return ToolCallRepaired(call=call, verdict=verdict)
         return ToolCallReady(call=call, verdict=verdict)
+
+
+_CUT_DETAILS = {
+    "token_limit": "the output stopped at the token limit while this call was being written",
+    "disconnected": "the stream stopped while this call was being written",
+    "error": "the provider failed while this call was being written",
+    "unknown": "the call's text stops inside a value; nothing in the stream shows why",
+}
 
 
 def _as_truncated(verdict: Verdict, call: ToolCallComplete) -> Verdict:
@@ -94,23 +122,33 @@ def _as_truncated(verdict: Verdict, call: ToolCallComplete) -> Verdict:
         arguments=None,
         repairs=(),
         reason="truncated",
-        detail="the output stopped at the token limit while this call was being written",
+        detail=_CUT_DETAILS[call.cut_by or "unknown"],
     )
+    return _with_cut_message(rejected, call)
+
+
+def _with_cut_message(verdict: Verdict, call: ToolCallComplete) -> Verdict:
     message = render_message(
-        rejected,
+        verdict,
         tool=call.name,
         raw=call.arguments_raw,
         call_id=call.call_id,
-        cut_by=call.cut_by or "token_limit",
+        cut_by=call.cut_by,
+        cut_facts=call.cut_facts,
     )
-    return msgspec.structs.replace(rejected, message=message)
+    return msgspec.structs.replace(verdict, message=message)
 
 
 class _JudgeStep:
-    __slots__ = ("_stage",)
+    __slots__ = ("_limit", "_stage")
 
     def __init__(self, stage: JudgeStage) -> None:
         self._stage = stage
+        self._limit = stage.offload_above
+
+    def is_heavy(self, event: Event) -> bool:
+        """A call this large is judged in a worker thread (see ``JudgeStage.offload_above``)."""
+        return type(event) is ToolCallComplete and len(event.arguments_raw) > self._limit
 
     def feed(self, event: Event) -> Iterable[Event]:
         if type(event) is ToolCallComplete:

@@ -38,7 +38,7 @@ def run(
 
 
 def test_replay_json_has_the_documented_fields(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "replay", str(CUT_12), "--json")
+    code, out, err = run(capsys, "replay", str(CUT_12), "--json", "--provider", "llama-cpp")
     assert (code, err) == (0, "")
     data = json.loads(out)
     assert set(data) >= {
@@ -53,13 +53,55 @@ def test_replay_json_has_the_documented_fields(capsys: pytest.CaptureFixture[str
     assert data["stop_reason"] == "length"
     assert data["finish_raw"] == "tool_calls"
     assert data["truncated"] is True
-    assert data["truncation_evidence"] == ["arguments_unterminated"]
+    assert data["truncation_evidence"] == ["server_profile", "arguments_unterminated"]
+    assert data["cut_by"] == "token_limit"
     (call,) = data["calls"]
     assert call["name"] == "write"
     assert call["index"] == 0
     assert call["arguments_raw"] == '{ "path": "C:\\\\Users\\\\'
     assert call["id"] == "call__0_write_cmpl-01a3d96c-f4d5-47ff-8492-19418beeffa2"
     assert call["outcome"] == "rejected"
+    assert "output-token limit" in call["message"]
+
+
+def test_replay_without_the_profile_does_not_claim_the_limit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys, "replay", str(CUT_12), "--json")
+    data = json.loads(out)
+    assert (code, data["stop_reason"], data["cut_by"]) == (0, "tool_calls", "unknown")
+    assert "token limit" not in data["calls"][0]["message"]
+
+
+def test_replay_request_stop_sequences_are_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps({"model": "m", "max_tokens": 512, "stop": ["Paulo"]}))
+    code, out, _ = run(
+        capsys, "replay", str(CUT_12), "--json", "--provider", "llama-cpp",
+        "--request", str(request),
+    )
+    data = json.loads(out)
+    assert (code, data["stop_reason"], data["cut_by"]) == (0, "tool_calls", "unknown")
+    assert '("Paulo")' in data["calls"][0]["message"]
+
+
+def test_replay_shows_repaired_arguments_and_escapes_newlines(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    body = tmp_path / "repaired.sse"
+    chunk = {"id": "x", "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "c1", "function": {"name": "write",
+                                             "arguments": '{"path": "a",\n "content": "b",}'}}]},
+        "finish_reason": "tool_calls"}]}
+    body.write_bytes(b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n")
+    code, out, _ = run(capsys, "replay", str(body))
+    assert code == 0
+    assert 'raw arguments: "{\\"path\\": \\"a\\",\\n \\"content\\": \\"b\\",}"' in out
+    assert 'repaired arguments: {"path":"a","content":"b"}' in out
+    assert "no tools given" in out
+    assert "provider said: tool_calls" in out
 
 
 def test_replay_max_tokens_adds_usage_evidence(capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,7 +117,7 @@ def test_replay_prints_a_readable_summary(capsys: pytest.CaptureFixture[str]) ->
     code, out, _ = run(capsys, "replay", "bundled:llama_cpp_write_cut_at_max_tokens")
     assert code == 0
     assert "stop reason: length (provider said: tool_calls)" in out
-    assert "evidence: arguments_unterminated" in out
+    assert "evidence: server_profile, arguments_unterminated, cut by: token_limit" in out
     assert "cut off at the output-token limit" in out
 
 
@@ -239,8 +281,8 @@ def run_with_ascii_output(*argv: str, stdin: bytes = b"") -> tuple[int, str, str
 def test_replay_summary_on_an_ascii_output_escapes_instead_of_failing(tmp_path: Path) -> None:
     code, out, err = run_with_ascii_output("replay", str(_non_ascii_recording(tmp_path)))
     assert (code, err) == (0, "")
-    assert "text: 'caf\\u00e9 \\u2615'" in out
-    assert 'raw arguments: {"text": "na\\u00efve \\ud83d\\ude00"}' in out
+    assert 'text: "caf\\u00e9 \\u2615"' in out
+    assert 'raw arguments: "{\\"text\\": \\"na\\u00efve \\ud83d\\ude00\\"}"' in out
 
 
 def test_replay_json_on_an_ascii_output_is_json_of_the_exact_text(tmp_path: Path) -> None:

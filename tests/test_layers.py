@@ -22,7 +22,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "stages": frozenset({"judge", "pipeline"}),
     # The loop helpers write history in each provider's format, which lives with its adapter.
     "loop": frozenset({"adapters", "pipeline"}),
-    "testing": frozenset({"pipeline"}),
+    # The kits judge what an adapter produces, as a pipeline would.
+    "testing": frozenset({"stages", "judge", "pipeline"}),
     "recordings": frozenset(),
     "api": frozenset({"loop", "stages", "adapters", "judge", "pipeline"}),
     "cli": frozenset({"api", "loop", "stages", "adapters", "judge", "pipeline", "recordings"}),

@@ -149,3 +149,15 @@ async def test_a_loop_guard_is_shared_across_turns_of_one_pipeline() -> None:
     second = await pipeline.collect(_call_body('{"path": '))
     assert first.stopped_by == ()
     assert second.stopped_by == ("repair_loop",)
+
+
+async def test_the_request_option_brings_its_tools_to_the_judge() -> None:
+    request = {"model": "m", "messages": [], "tools": [WRITE_TOOL]}
+    body = _call_body('{"path": "a"}')  # "content" is required by the schema
+    with_request = await toolwire.collect(body, request=request)
+    assert with_request.calls[0].verdict is not None
+    assert with_request.calls[0].verdict.reason == "schema"
+    per_turn = await Pipeline("openai-chat").collect(body, request=request)
+    assert per_turn.calls[0].verdict == with_request.calls[0].verdict
+    without = await toolwire.collect(body)
+    assert without.calls[0].outcome == "ok"

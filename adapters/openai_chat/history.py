@@ -15,11 +15,24 @@ __all__ = ["OpenAIChatHistory"]
 
 
 class OpenAIChatHistory:
-    """The Chat Completions message format, as every compatible server accepts it."""
+    """The Chat Completions message format, in the form each server profile accepts.
+
+    ``empty_content`` is what an assistant turn with no text sends as ``content``: ``None``
+    (``null``, as OpenAI documents it) by default, ``""`` for servers that refuse ``null``
+    (llama-cpp-python; see :mod:`toolwire.adapters.openai_chat.profiles`).
+    """
+
+    __slots__ = ("empty_content",)
+
+    def __init__(self, empty_content: str | None = None) -> None:
+        self.empty_content = empty_content
 
     def assistant_message(self, turn: Turn) -> dict[str, Any]:
         """``{"role": "assistant", "content": ..., "tool_calls": [...]}`` for ``turn``."""
-        message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": turn.text or self.empty_content,
+        }
         if turn.calls:
             message["tool_calls"] = [
                 {

@@ -23,20 +23,20 @@ from typing import Any
 
 import msgspec
 
-from ...pipeline.accumulate import CallAccumulator
 from ...pipeline.events import (
     Event,
     ProviderError,
     ReasoningDelta,
     ResponseInfo,
     StopReason,
-    StreamEnd,
     TextDelta,
     Usage,
 )
-from ...pipeline.finish import FinishFacts, close_calls_and_finish
-from ...pipeline.mapper import cap_text
-from ..sse import SSEDecoder
+from ...pipeline.mapper import MapperSettings, cap_text
+from ...pipeline.stream_state import StreamState
+from ..frame_errors import overflow_error
+from ..sse import FrameOverflow, SSEDecoder, SSEMessage
+from .profiles import CHAT_PROFILES, ServerProfile
 
 __all__ = ["OpenAIChatMapper", "finish_reason_from_openai"]
 
@@ -126,6 +126,9 @@ def finish_reason_from_openai(raw: str) -> StopReason:
     return _FINISH_REASONS.get(raw, "unknown")
 
 
+_DEFAULT_SETTINGS = MapperSettings()
+
+
 class OpenAIChatMapper:
     """Sans-I/O mapper for one Chat Completions stream (SSE bytes or SDK chunk objects)."""
 
@@ -133,19 +136,27 @@ class OpenAIChatMapper:
 
     def __init__(
         self,
-        max_tokens: int | None = None,
-        provider_name: str = "openai",
-        *,
-        argument_deltas: bool = True,
+        settings: MapperSettings = _DEFAULT_SETTINGS,
+        profile: ServerProfile = CHAT_PROFILES["openai-chat"],
     ) -> None:
-        self.provider_name = provider_name
+        self.provider_name = profile.gen_ai_name
         self._sse = SSEDecoder()
-        self._calls = CallAccumulator(emit_deltas=argument_deltas)
-        self._facts = FinishFacts(max_tokens)
+        self._state = StreamState(settings, hides_length_finish=profile.hides_length_finish)
+        self._calls = self._state.calls
+        self._facts = self._state.facts
         self._info_sent = False
         self._uses_tool_calls = False
-        self._ended = False
         self._object_source = False
+        self._framed_elsewhere = False
+
+    @property
+    def done(self) -> bool:
+        """``[DONE]`` (or a fatal error) was seen: nothing after it is read."""
+        return self._state.ended
+
+    def fail(self, error: ProviderError) -> list[Event]:
+        """A fatal error from outside the body (an HTTP status): the turn ends in ``error``."""
+        return self._state.fail(error)
 
     # -- input -------------------------------------------------------------------------------
 
@@ -154,8 +165,9 @@ class OpenAIChatMapper:
         out: list[Event] = []
         decode = _decode_lean_chunk if self._info_sent else _decode_chunk
         handle = self._chunk
+        state = self._state
         for payload in self._sse.feed_data(data):
-            if self._ended or payload[:1] != b"{":
+            if state.ended or type(payload) is not bytes or payload[:1] != b"{":
                 self._payload(payload, out)
                 continue
             try:
@@ -171,7 +183,7 @@ class OpenAIChatMapper:
     def feed_object(self, chunk: object) -> list[Event]:
         """Take one ``openai`` SDK ``ChatCompletionChunk`` (any pydantic model) or a mapping."""
         out: list[Event] = []
-        if self._ended:
+        if self._state.ended:
             return out
         self._object_source = True
         dump = getattr(chunk, "model_dump", None)
@@ -179,13 +191,14 @@ class OpenAIChatMapper:
         try:
             decoded = msgspec.convert(payload, _Chunk, strict=False)
         except msgspec.ValidationError as error:
-            out.append(_unknown_shape(error, repr(payload)))
+            self._state.unreadable(out, _unknown_shape(error, repr(payload)))
             return out
         self._chunk(decoded, out, b"")
         return out
 
     def payload(self, data: bytes) -> list[Event]:
         """Take one already-framed ``data:`` payload (for callers doing their own framing)."""
+        self._framed_elsewhere = True
         out: list[Event] = []
         self._payload(data, out)
         return out
@@ -194,7 +207,15 @@ class OpenAIChatMapper:
         """The source ended: flush the decoder, close open calls, decide the finish."""
         out: list[Event] = []
         for message in self._sse.finish():
-            self._payload(message.data, out)
+            self._payload(message.data if isinstance(message, SSEMessage) else message, out)
+        sse = self._sse
+        elsewhere = self._object_source or self._framed_elsewhere
+        if not (elsewhere or self._state.ended or failed or sse.saw_field):
+            # Not one SSE line in the whole body: an HTML error page, a JSON error body, an
+            # empty 200. Saying "the stream dropped" would invite a retry that fails the same way.
+            self._state.not_a_stream(
+                out, size=sse.bytes_seen, head=sse.first_bytes, what="an event stream"
+            )
         if self._object_source and not failed and self._facts.output_tokens is not None:
             # The SDK consumes ``[DONE]`` itself, so an SDK source cannot show it. A usage report
             # is only sent once generation is over (OpenRouter/Kimi never sends a finish reason),
@@ -206,9 +227,13 @@ class OpenAIChatMapper:
 
     # -- translation -------------------------------------------------------------------------
 
-    def _payload(self, data: bytes, out: list[Event]) -> None:
-        if self._ended:
+    def _payload(self, data: bytes | FrameOverflow, out: list[Event]) -> None:
+        if self._state.ended:
             return
+        if type(data) is FrameOverflow:
+            self._state.unreadable(out, overflow_error(data))
+            return
+        assert type(data) is bytes
         if data[:1] != b"{" and data.strip() == _DONE:
             self._facts.terminated = True
             self._end(out)
@@ -216,17 +241,18 @@ class OpenAIChatMapper:
         try:
             chunk = _decode_chunk(data)
         except msgspec.ValidationError as error:
-            out.append(_unknown_shape(error, data))
+            self._state.unreadable(out, _unknown_shape(error, data))
             return
         except msgspec.DecodeError as error:
             if not data.strip():
                 return
-            out.append(
+            self._state.unreadable(
+                out,
                 ProviderError(
                     message=f"a data line that is not JSON: {error}",
                     kind="not_json",
                     raw=cap_text(data),
-                )
+                ),
             )
             return
         self._chunk(chunk, out, data)
@@ -287,8 +313,6 @@ class OpenAIChatMapper:
         if chunk.model is None and chunk.id is None:
             return
         self._info_sent = True
-        if chunk.id:
-            self._calls.seed_ids(chunk.id)
         out.append(ResponseInfo(model=chunk.model, response_id=chunk.id))
 
     def _usage(self, usage: _Usage, out: list[Event]) -> None:
@@ -342,21 +366,16 @@ class OpenAIChatMapper:
             code = str(body.code) if body.code is not None else body.type
         else:
             message = body or chunk.message or "provider error"
-        self._facts.error = True
-        out.append(
+        self._state.fatal(
+            out,
             ProviderError(
                 message=message,
                 kind="error_payload",
                 code=code,
                 raw=cap_text(data) if data else "",
                 fatal=True,
-            )
+            ),
         )
 
     def _end(self, out: list[Event]) -> None:
-        if self._ended:
-            return
-        self._ended = True
-        finish = close_calls_and_finish(self._calls, self._facts, out)
-        out.append(finish)
-        out.append(StreamEnd(terminated=self._facts.terminated))
+        self._state.end(out)

@@ -328,6 +328,8 @@ class TurnObserver:
         span.set_attribute("toolwire.truncated", event.truncated)
         if event.evidence:
             span.set_attribute("toolwire.truncation.evidence", list(event.evidence))
+        if event.cut_by is not None:
+            span.set_attribute("toolwire.cut_by", event.cut_by)
         if event.truncated:
             self._instruments.record_truncated_turn(
                 provider=self._provider, model=self._model, evidence=event.evidence

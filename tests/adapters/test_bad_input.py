@@ -147,9 +147,18 @@ async def test_stream_cut_after_complete_looking_arguments_is_still_cut() -> Non
 
 
 async def test_empty_body() -> None:
+    # No response at all is not a truncation: nothing was cut.
     turn = await toolwire.collect(b"", judge=False)
-    assert (turn.text, turn.calls, turn.stop_reason) == ("", (), "disconnected")
-    assert turn.truncation_evidence == ("no_finish",)
+    assert (turn.text, turn.calls, turn.stop_reason) == ("", (), "error")
+    assert (turn.truncated, turn.truncation_evidence) == (False, ())
+    assert [(e.kind, e.fatal) for e in turn.errors] == [("empty_response", True)]
+
+
+async def test_keep_alive_comments_then_nothing_is_a_dropped_stream() -> None:
+    # An event stream that sent only keep-alives is a stream that stopped, not a non-stream.
+    turn = await toolwire.collect(b": ping\n\n: ping\n\n", judge=False)
+    assert (turn.stop_reason, turn.truncation_evidence) == ("disconnected", ("no_finish",))
+    assert turn.errors == ()
 
 
 async def test_done_only() -> None:

@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from _toolwire_testdata import aiter_items, chat_recordings, json_chunks, load_stream
+from _toolwire_testdata import (
+    aiter_items,
+    chat_chunk,
+    chat_recordings,
+    json_chunks,
+    load_stream,
+    sse_body,
+)
 from openai.types.chat import ChatCompletionChunk
 
 import toolwire
@@ -53,6 +60,11 @@ class Expected:
     #: The provider's own end marker ([DONE]) is in the file.
     terminated: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The provider name the recording is read as (its profile decides hidden length finishes).
+    provider: str = "openai-chat"
+    #: Its ``gen_ai.provider.name``.
+    gen_ai_name: str = "openai"
+    cut_by: str | None = None
 
 
 NESTED_FULL = (
@@ -189,8 +201,9 @@ EXPECTED: dict[str, Expected] = {
         usage=(291, 26, 513, 196),
         terminated=False,
     ),
-    # llama-cpp-python says "tool_calls" even when max_tokens cut the arguments: the text is the
-    # only evidence (arguments_unterminated), and the stop reason becomes "length".
+    # llama-cpp-python says "tool_calls" even when max_tokens cut the arguments. Read as
+    # "llama-cpp", its profile documents that (server_profile), and the stop reason becomes
+    # "length"; read as a plain OpenAI-compatible server, the cause stays unknown (tested below).
     "llama-cpp-python/read_max_tokens_5.real.sse": Expected(
         model="smollm2-135m",
         response_id="chatcmpl-617664c0-8d4f-4514-875f-87cdcbfe0505",
@@ -205,7 +218,10 @@ EXPECTED: dict[str, Expected] = {
         ),
         stop="length",
         truncated=True,
-        evidence=("arguments_unterminated",),
+        evidence=("server_profile", "arguments_unterminated"),
+        provider="llama-cpp",
+        gen_ai_name="llama.cpp",
+        cut_by="token_limit",
     ),
     "llama-cpp-python/write_complete.real.sse": Expected(
         model="smollm2-135m",
@@ -218,6 +234,8 @@ EXPECTED: dict[str, Expected] = {
                 r'{ "path": "C:\\Users\\user_name.py", "content": "hello.txt"}',
             ),
         ),
+        provider="llama-cpp",
+        gen_ai_name="llama.cpp",
     ),
     "llama-cpp-python/write_max_tokens_12_cut_mid_string.real.sse": Expected(
         model="smollm2-135m",
@@ -233,7 +251,10 @@ EXPECTED: dict[str, Expected] = {
         ),
         stop="length",
         truncated=True,
-        evidence=("arguments_unterminated",),
+        evidence=("server_profile", "arguments_unterminated"),
+        provider="llama-cpp",
+        gen_ai_name="llama.cpp",
+        cut_by="token_limit",
     ),
     "llama-cpp-python/write_max_tokens_24_cut_mid_string.real.sse": Expected(
         model="smollm2-135m",
@@ -249,7 +270,10 @@ EXPECTED: dict[str, Expected] = {
         ),
         stop="length",
         truncated=True,
-        evidence=("arguments_unterminated",),
+        evidence=("server_profile", "arguments_unterminated"),
+        provider="llama-cpp",
+        gen_ai_name="llama.cpp",
+        cut_by="token_limit",
     ),
 }
 
@@ -301,12 +325,14 @@ def assert_turn(turn: Turn, expected: Expected) -> None:
     assert turn.errors == ()
     assert turn.model == expected.model
     assert turn.response_id == expected.response_id
-    assert turn.provider == "openai"
+    assert turn.provider == expected.gen_ai_name
+    implied = {"length": "token_limit", "disconnected": "disconnected"}.get(expected.stop)
+    assert turn.cut_by == (expected.cut_by or implied)
 
 
 @pytest.mark.parametrize("name", RECORDINGS)
 async def test_recording_bytes_replay(name: str) -> None:
-    turn = await toolwire.collect(load_stream(name), judge=False)
+    turn = await toolwire.collect(load_stream(name), EXPECTED[name].provider, judge=False)
     assert_turn(turn, EXPECTED[name])
 
 
@@ -315,7 +341,7 @@ async def test_recording_bytes_replay(name: str) -> None:
 async def test_recording_as_async_reads(name: str, read_size: int) -> None:
     body = load_stream(name)
     reads = [body[i : i + read_size] for i in range(0, len(body), read_size)]
-    turn = await toolwire.collect(aiter_items(reads), judge=False)
+    turn = await toolwire.collect(aiter_items(reads), EXPECTED[name].provider, judge=False)
     assert_turn(turn, EXPECTED[name])
 
 
@@ -447,8 +473,97 @@ async def test_usage_below_max_tokens_is_no_evidence() -> None:
     assert_turn(turn, EXPECTED[name])
 
 
-async def test_max_tokens_without_usage_relies_on_the_text() -> None:
-    # llama-cpp-python sends no usage: only the unterminated arguments tell.
+async def test_max_tokens_without_usage_relies_on_the_profile() -> None:
+    # llama-cpp-python sends no usage: its profile and the unterminated arguments tell.
     name = "llama-cpp-python/read_max_tokens_5.real.sse"
-    turn = await toolwire.collect(load_stream(name), max_tokens=5, judge=False)
+    turn = await toolwire.collect(load_stream(name), "llama-cpp", max_tokens=5, judge=False)
     assert_turn(turn, EXPECTED[name])
+
+
+CUT_LLAMA = [
+    "llama-cpp-python/read_max_tokens_5.real.sse",
+    "llama-cpp-python/write_max_tokens_12_cut_mid_string.real.sse",
+    "llama-cpp-python/write_max_tokens_24_cut_mid_string.real.sse",
+]
+
+
+@pytest.mark.parametrize("name", CUT_LLAMA)
+@pytest.mark.parametrize("provider", ["openai-chat", "openai-compatible", "vllm", "llama-server"])
+async def test_a_cut_call_without_evidence_of_the_limit_is_cut_for_an_unknown_cause(
+    name: str, provider: str
+) -> None:
+    # The same bytes from a server with no documented hidden length finish: the call is cut and
+    # never runs, but nothing shows the token limit, so the stop reason stays the provider's.
+    turn = await toolwire.collect(load_stream(name), provider)
+    assert turn.stop_reason == "tool_calls"
+    assert turn.truncated is True
+    assert turn.truncation_evidence == ("arguments_unterminated",)
+    assert turn.cut_by == "unknown"
+    (call,) = turn.calls
+    assert call.outcome == "rejected"
+    assert call.verdict is not None
+    assert call.verdict.message is not None
+    assert "token limit" not in call.verdict.message
+    assert "smaller" not in call.verdict.message
+    assert "The server reported `tool_calls` and no token usage." in call.verdict.message
+
+
+@pytest.mark.parametrize("name", CUT_LLAMA)
+async def test_a_stop_sequence_in_the_request_speaks_against_the_profile(name: str) -> None:
+    request = {"model": "m", "messages": [], "max_tokens": 512, "stop": ["\n", "/"]}
+    turn = await toolwire.collect(load_stream(name), "llama-cpp", request=request)
+    assert turn.stop_reason == "tool_calls"
+    assert turn.cut_by == "unknown"
+    assert turn.truncation_evidence == ("arguments_unterminated",)
+    message = turn.calls[0].verdict.message  # type: ignore[union-attr]
+    assert message is not None
+    assert '"\\n", "/"' in message
+    assert "may have ended it" in message
+    assert "token limit" not in message
+
+
+@pytest.mark.parametrize("name", CUT_LLAMA)
+async def test_a_request_without_stop_sequences_keeps_the_profile(name: str) -> None:
+    request = b'{"model": "m", "messages": [], "max_tokens": 512}'
+    turn = await toolwire.collect(load_stream(name), "llama-cpp", request=request)
+    assert turn.stop_reason == "length"
+    assert turn.cut_by == "token_limit"
+    message = turn.calls[0].verdict.message  # type: ignore[union-attr]
+    assert message is not None
+    assert "output-token limit" in message
+
+
+async def test_usage_far_below_max_tokens_speaks_against_the_limit() -> None:
+    # A vLLM-style tool-parser bug: the call ends without its brace, the finish says tool_calls,
+    # and usage is far below max_tokens. Not the token limit, whatever the profile.
+    body = sse_body(
+        [
+            chat_chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                        "function": {"name": "write", "arguments": ""}}]}),
+            chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"path": "a"'}}]}),
+            chat_chunk({}, "tool_calls"),
+            {"id": "x", "object": "chat.completion.chunk", "model": "m", "choices": [],
+             "usage": {"prompt_tokens": 9, "completion_tokens": 25, "total_tokens": 34}},
+        ]
+    )
+    for provider in ("vllm", "llama-cpp"):
+        turn = await toolwire.collect(body, provider, max_tokens=512)
+        assert turn.stop_reason == "tool_calls", provider
+        assert turn.cut_by == "unknown"
+        message = turn.calls[0].verdict.message  # type: ignore[union-attr]
+        assert message is not None
+        assert (
+            "The server reported `tool_calls` after 25 output tokens of the 512 allowed, so this "
+            "was not the output-token limit." in message
+        )
+    at_limit = await toolwire.collect(body, "vllm", max_tokens=25)
+    assert at_limit.stop_reason == "length"
+    assert at_limit.truncation_evidence == ("usage_at_max_tokens", "arguments_unterminated")
+
+
+async def test_stop_on_length_fires_only_on_the_limit() -> None:
+    body = load_stream("llama-cpp-python/write_max_tokens_24_cut_mid_string.real.sse")
+    unknown = await toolwire.collect(body, "openai-compatible", stop_on={"length"})
+    assert unknown.stopped_by == ()
+    known = await toolwire.collect(body, "llama-cpp", stop_on={"length"})
+    assert known.stopped_by == ("length",)

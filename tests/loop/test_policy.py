@@ -118,9 +118,16 @@ async def test_length_stops_a_cut_turn_and_nothing_runs(anyio_backend: str) -> N
 
 
 async def test_length_holds_on_the_recorded_cut_write(anyio_backend: str) -> None:
-    turn = await scripted(CUT_WRITE.read_bytes(), stop_on={"length"})
+    # llama-cpp-python hides its length finish; its profile knows, a generic server's does not.
+    body = CUT_WRITE.read_bytes()
+    turn = await collect(
+        body, "llama-cpp", judge=False, stages=[ScriptedJudge()], stop_on={"length"}
+    )
     assert turn.stopped_by == ("length",)
     assert turn.truncated
+    unknown = await scripted(body, stop_on={"length"})
+    assert unknown.stopped_by == ()
+    assert (unknown.truncated, unknown.cut_by) == (True, "unknown")
 
 
 async def test_malformed_tool_call(anyio_backend: str) -> None:

@@ -328,3 +328,22 @@ async def test_real_judge_on_a_real_cut_recording(
     assert attributes["toolwire.truncation.evidence"] == turn.truncation_evidence != ()
     assert counts(metric_reader, "toolwire.tool_calls", "toolwire.reject.reason",
                   "gen_ai.response.model") == {("truncated", "smollm2-135m"): 1}
+
+
+@pytest.mark.parametrize(
+    ("provider", "cut_by", "stop_reason"),
+    [("llama-cpp", "token_limit", "length"), ("openai-compatible", "unknown", "tool_calls")],
+)
+async def test_the_turn_span_says_what_cut_the_output(
+    tracer_provider: TracerProvider,
+    span_exporter: InMemorySpanExporter,
+    provider: str,
+    cut_by: str,
+    stop_reason: str,
+) -> None:
+    # The same cut call: the llama-cpp profile names the limit; a generic server does not.
+    await toolwire.collect(CUT_RECORDING.read_bytes(), provider, tracer_provider=tracer_provider)
+    attributes = _turn_span(span_exporter).attributes or {}
+    assert attributes["toolwire.truncated"] is True
+    assert attributes["toolwire.cut_by"] == cut_by
+    assert attributes["toolwire.stop_reason"] == stop_reason
