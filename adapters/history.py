@@ -56,8 +56,12 @@ def replay_arguments(call: CallRecord) -> str:
 class HistoryFormat(Protocol):
     """One provider's way of writing a judged turn and its results back into history."""
 
-    def assistant_message(self, turn: Turn) -> dict[str, Any]:
-        """The assistant message for ``turn``, safe to send back to this provider."""
+    def assistant_messages(self, turn: Turn) -> list[dict[str, Any]]:
+        """The message(s) that replay ``turn``, safe to send back to this provider.
+
+        One message for most providers; the Responses API replays a turn as several ``input``
+        items (reasoning, message, one per call).
+        """
         ...
 
     def tool_result_messages(self, results: Sequence[ToolResult]) -> list[dict[str, Any]]:

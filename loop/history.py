@@ -34,7 +34,7 @@ def next_messages(
             f"{[result.call_id for result in results]} for {[c.call_id for c in turn.calls]}"
         )
     form = history_format(provider)
-    return [form.assistant_message(turn), *form.tool_result_messages(results)]
+    return [*form.assistant_messages(turn), *form.tool_result_messages(results)]
 
 
 def check_history(

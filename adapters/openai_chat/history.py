@@ -27,6 +27,10 @@ class OpenAIChatHistory:
     def __init__(self, empty_content: str | None = None) -> None:
         self.empty_content = empty_content
 
+    def assistant_messages(self, turn: Turn) -> list[dict[str, Any]]:
+        """The one message that replays ``turn`` (see :meth:`assistant_message`)."""
+        return [self.assistant_message(turn)]
+
     def assistant_message(self, turn: Turn) -> dict[str, Any]:
         """``{"role": "assistant", "content": ..., "tool_calls": [...]}`` for ``turn``."""
         message: dict[str, Any] = {
