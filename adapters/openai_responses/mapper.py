@@ -1,0 +1,418 @@
+"""OpenAI Responses streams (``POST /v1/responses``, ``stream: true``) into toolwire events.
+
+One mapper serves OpenAI, Azure OpenAI, Bedrock Mantle and local servers that speak the
+Responses protocol (LM Studio's Open Responses). What each rule handles:
+
+- framing: SSE with ``event:`` lines, which may come after ``data:`` (Bedrock Mantle); the
+  payload's own ``type`` names the event (the ``event:`` name is used only when it has none);
+  there is no ``[DONE]`` (one is ignored if a server sends it): the terminator is
+  ``response.completed``, ``response.incomplete`` or ``response.failed``;
+- ``sequence_number`` may be absent (recordings before ~April 2025) or in any key position; when
+  present, a gap or a repeat means an event was lost or replayed, which is an unreadable piece
+  (every call open then never runs) and a repeated event is not applied twice;
+- ``obfuscation`` padding, Azure's ``content_filters``, LM Studio's ``logprobs`` are skipped;
+- function calls: see :mod:`.calls` (deltas by item id and output index, the whole value wins
+  when no delta came, a disagreement is an error and the call never runs);
+- text and reasoning: ``response.output_text.delta`` (and ``refusal.delta``) is text;
+  ``response.reasoning_text.delta`` (LM Studio) and ``response.reasoning_summary_text.delta``
+  are reasoning; whole parts are checked against their deltas (:mod:`.texts`);
+- every finished output item is emitted as a :class:`ResponsesOutputItem` for replay; items of
+  server-side tools (``web_search_call``, ``file_search_call``, ``code_interpreter_call``...)
+  are reported that way only, never as toolwire calls, so they are never judged or dispatched;
+- the finish: ``response.completed`` is a normal end, ``response.incomplete`` maps its
+  ``incomplete_details.reason`` (only ``max_output_tokens`` is evidence of the token limit),
+  ``response.failed`` and an ``error`` event are fatal errors with the provider's message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+
+from ...pipeline.events import (
+    Event,
+    ProviderContent,
+    ProviderError,
+    ProviderErrorKind,
+    ResponseInfo,
+    Usage,
+)
+from ...pipeline.mapper import MapperSettings, cap_text
+from ...pipeline.stream_state import StreamState
+from ..frame_errors import overflow_error
+from ..sse import FrameOverflow, SSEDecoder, SSEMessage
+from .calls import FunctionCalls
+from .items import CLIENT_CALL_ITEM
+from .outputs import FinishedItems
+from .sequence import EventNumbers
+from .texts import PART_EVENTS, PartKey, TextParts
+from .wire import (
+    Envelope,
+    Item,
+    Response,
+    decode_envelope,
+    decode_item,
+    decode_response,
+    present,
+    stop_reason_from_responses,
+)
+
+__all__ = ["OpenAIResponsesMapper"]
+
+_DEFAULT_SETTINGS = MapperSettings()
+_TERMINALS = ("response.completed", "response.incomplete", "response.failed")
+
+
+def _unreadable(
+    message: str, raw: bytes | str, kind: ProviderErrorKind = "unknown_shape"
+) -> ProviderError:
+    return ProviderError(message=message, kind=kind, raw=cap_text(raw))
+
+
+def _sdk_payload(chunk: object) -> object:
+    """An SDK event as the JSON it was made from (only the fields the wire carried)."""
+    dump = getattr(chunk, "model_dump", None)
+    if not callable(dump):
+        return chunk
+    try:
+        return dump(mode="json", by_alias=True, exclude_unset=True)
+    except TypeError:  # a model_dump that takes no such options
+        return dump()
+
+
+class OpenAIResponsesMapper:
+    """Sans-I/O mapper for one Responses stream (SSE bytes or ``openai`` SDK event objects)."""
+
+    provider_name = "openai"
+
+    def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
+        self._sse = SSEDecoder()
+        self._state = StreamState(settings)
+        self._facts = self._state.facts
+        self._calls = FunctionCalls(self._state)
+        self._texts = TextParts(self._state)
+        self._items = FinishedItems(self._state, self._calls, self._texts)
+        self._info_sent = False
+        self._object_source = False
+        self._numbers = EventNumbers()
+
+    @property
+    def done(self) -> bool:
+        """A terminal event (or a fatal error) was seen: nothing after it is read."""
+        return self._state.ended
+
+    def fail(self, error: ProviderError) -> list[Event]:
+        """A fatal error from outside the body (an HTTP status): the turn ends in ``error``."""
+        out: list[Event] = []
+        if not self._state.ended:
+            self._state.fatal(out, error)
+            self._end(out)
+        return out
+
+    # -- input -------------------------------------------------------------------------------
+
+    def feed_bytes(self, data: bytes) -> list[Event]:
+        """Take the next bytes of an SSE body (any split)."""
+        out: list[Event] = []
+        for message in self._sse.feed(data):
+            self._message(message, out)
+        return out
+
+    def feed_object(self, chunk: object) -> list[Event]:
+        """Take one ``openai`` SDK Responses stream event (any pydantic model) or a mapping.
+
+        The object goes back to the JSON it came from and through the same path as bytes, so
+        an SDK stream and its body give the same turn (and the SDK's own parsed arguments are
+        never trusted: the raw text is accumulated and judged).
+        """
+        out: list[Event] = []
+        if self._state.ended:
+            return out
+        self._object_source = True
+        self._numbers.next_event()
+        try:
+            data = msgspec.json.encode(_sdk_payload(chunk))
+        except (TypeError, ValueError, msgspec.MsgspecError) as error:
+            self._unreadable_event(
+                out, _unreadable(f"an SDK event that is not JSON data: {error}", repr(chunk))
+            )
+            return out
+        self._payload(data, None, out)
+        return out
+
+    def finish(self, *, failed: bool = False) -> list[Event]:
+        """The source ended: flush the framing, settle open calls, decide the finish once."""
+        out: list[Event] = []
+        for message in self._sse.finish():
+            self._message(message, out)
+        sse = self._sse
+        if not (self._object_source or self._state.ended or failed or sse.saw_field):
+            # Not one SSE line: an HTML error page, a JSON error body (stream=false?), nothing.
+            self._state.not_a_stream(
+                out, size=sse.bytes_seen, head=sse.first_bytes, what="an event stream"
+            )
+        self._end(out)
+        return out
+
+    # -- framing -----------------------------------------------------------------------------
+
+    def _message(self, message: SSEMessage | FrameOverflow, out: list[Event]) -> None:
+        if self._state.ended:
+            return
+        if type(message) is FrameOverflow:
+            self._unreadable_event(out, overflow_error(message))
+            return
+        assert type(message) is SSEMessage
+        self._payload(message.data, message.event, out)
+
+    def _payload(self, data: bytes, event_name: bytes | None, out: list[Event]) -> None:
+        if self._state.ended:
+            return
+        self._numbers.next_event()
+        if data[:1] != b"{" and data.strip() == b"[DONE]":
+            return  # Chat Completions' marker is not this protocol's terminator (see above)
+        try:
+            envelope = decode_envelope(data)
+        except msgspec.ValidationError as error:
+            self._unreadable_event(out, _unreadable(f"an event of unknown shape: {error}", data))
+            return
+        except msgspec.DecodeError as error:
+            if not data.strip():
+                return
+            self._unreadable_event(
+                out, _unreadable(f"a data line that is not JSON: {error}", data, "not_json")
+            )
+            return
+        if not self._in_sequence(envelope.sequence_number, data, out):
+            return
+        kind = envelope.type
+        if kind is None and event_name:
+            # A payload without its ``type``: the ``event:`` line names it.
+            kind = envelope.type = event_name.decode("utf-8", "replace")
+        if type(kind) is not str or not kind:
+            self._unreadable_event(out, _unreadable("an event with no type", data))
+            return
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, envelope, data, out)
+        elif kind in _TERMINALS:
+            self._terminal(kind, envelope, data, out)
+        # Anything else (content_part.*, *.done of parts already checked, progress events of
+        # server-side tools, annotations) carries nothing the turn lacks.
+
+    def _unreadable_event(self, out: list[Event], error: ProviderError) -> None:
+        """An event could not be read: every call open then loses its right to run."""
+        self._numbers.unreadable()
+        self._state.unreadable(out, error)
+
+    def _in_sequence(self, number: object, data: bytes, out: list[Event]) -> bool:
+        """Check ``sequence_number`` (:mod:`.sequence`); False: do not apply the event."""
+        apply, problem = self._numbers.check(number)
+        if problem is not None:
+            self._state.unreadable(out, _unreadable(problem, data, "protocol"))
+        return apply
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _lifecycle(self, envelope: Envelope, data: bytes, out: list[Event]) -> None:
+        if not self._info_sent:
+            response = self._response(envelope, data, out)
+            if response is not None:
+                self._info(response, out)
+
+    def _item_added(self, envelope: Envelope, data: bytes, out: list[Event]) -> None:
+        item = self._item(envelope, data, out)
+        if item is not None and item.type == CLIENT_CALL_ITEM:
+            self._calls.added(out, _position(envelope.output_index), item)
+
+    def _item_done(self, envelope: Envelope, data: bytes, out: list[Event]) -> None:
+        item = self._item(envelope, data, out)
+        if item is None:
+            return
+        self._items.finished(out, _position(envelope.output_index), item, envelope.item)
+
+    def _arguments_delta(self, envelope: Envelope, data: bytes, out: list[Event]) -> None:
+        delta = envelope.delta
+        if type(delta) is not str:
+            self._unreadable_event(out, _unreadable("an arguments delta with no text", data))
+            return
+        self._calls.delta(out, envelope.item_id, envelope.output_index, delta)
+
+    def _arguments_done(self, envelope: Envelope, data: bytes, out: list[Event]) -> None:
+        arguments = envelope.arguments
+        if type(arguments) is not str:
+            self._unreadable_event(out, _unreadable("an arguments.done with no arguments", data))
+            return
+        call = self._calls.find(envelope.item_id, envelope.output_index)
+        if call is None:
+            self._state.report(
+                out,
+                ProviderError(
+                    message=(
+                        f"response.function_call_arguments.done for item {envelope.item_id!r}, "
+                        "which never started"
+                    ),
+                    kind="protocol",
+                    raw=cap_text(arguments),
+                ),
+            )
+            return
+        self._calls.whole(out, call, arguments, "response.function_call_arguments.done")
+
+    def _part_delta(self, envelope: Envelope, data: bytes, out: list[Event]) -> None:
+        kind = _DELTA_KINDS[envelope.type]
+        delta = envelope.delta
+        if type(delta) is not str:
+            self._unreadable_event(out, _unreadable(f"a {kind} delta with no text", data))
+            return
+        self._texts.delta(self._part_key(kind, envelope), delta)
+        if delta:
+            out.append(PART_EVENTS[kind](delta))
+
+    def _part_done(self, envelope: Envelope, data: bytes, out: list[Event]) -> None:
+        kind = _DONE_KINDS[envelope.type]
+        text = envelope.refusal if kind == "refusal" else envelope.text
+        if type(text) is str:
+            self._texts.whole(out, self._part_key(kind, envelope), text, PART_EVENTS[kind])
+
+    @staticmethod
+    def _part_key(kind: str, envelope: Envelope) -> PartKey:
+        item_id = envelope.item_id
+        where = item_id if type(item_id) is str else envelope.output_index
+        number = envelope.summary_index if kind == "summary_text" else envelope.content_index
+        return (kind, where, number if type(number) is int else 0)
+
+    def _error_event(self, envelope: Envelope, data: bytes, out: list[Event]) -> None:
+        message = envelope.message if type(envelope.message) is str else "provider error"
+        code = envelope.code
+        self._state.fatal(
+            out,
+            ProviderError(
+                message=message,
+                kind="error_payload",
+                code=str(code) if code is not None else None,
+                raw=cap_text(data),
+                fatal=True,
+            ),
+        )
+        self._end(out)
+
+    def _terminal(self, kind: str, envelope: Envelope, data: bytes, out: list[Event]) -> None:
+        response = self._response(envelope, data, out) or Response()
+        if not self._info_sent:
+            self._info(response, out)
+        if response.output:
+            self._items.final_output(out, response.output)
+        facts = self._facts
+        facts.terminated = True
+        if response.usage is not None:
+            self._usage(response, out)
+        reason = response.incomplete_details.reason if response.incomplete_details else None
+        facts.reason = stop_reason_from_responses(kind, reason)
+        if kind == "response.failed":
+            facts.raw = "failed"
+            error = response.error
+            code = error.code if error is not None else None
+            self._state.fatal(
+                out,
+                ProviderError(
+                    message=(error.message if error and error.message else "the response failed"),
+                    kind="error_payload",
+                    code=str(code) if code is not None else None,
+                    raw=cap_text(data),
+                    fatal=True,
+                ),
+            )
+        elif kind == "response.incomplete":
+            facts.raw = reason or "incomplete"
+            facts.length_signal = reason == "max_output_tokens"
+        else:
+            facts.raw = "completed"
+        self._end(out)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _response(self, envelope: Envelope, data: bytes, out: list[Event]) -> Response | None:
+        if not present(envelope.response):
+            return None
+        try:
+            return decode_response(envelope.response)
+        except msgspec.MsgspecError as error:
+            self._unreadable_event(out, _unreadable(f"a response of unknown shape: {error}", data))
+            return None
+
+    def _item(self, envelope: Envelope, data: bytes, out: list[Event]) -> Item | None:
+        if not present(envelope.item):
+            self._unreadable_event(out, _unreadable("an output item event with no item", data))
+            return None
+        try:
+            return decode_item(envelope.item)
+        except msgspec.MsgspecError as error:
+            self._unreadable_event(out, _unreadable(f"an output item: {error}", data))
+            return None
+
+    def _info(self, response: Response, out: list[Event]) -> None:
+        if response.id is None and response.model is None:
+            return
+        self._info_sent = True
+        out.append(ResponseInfo(model=response.model, response_id=response.id))
+
+    def _usage(self, response: Response, out: list[Event]) -> None:
+        usage = response.usage
+        assert usage is not None
+        details = usage.output_tokens_details
+        self._facts.output_tokens = usage.output_tokens
+        out.append(
+            Usage(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                total_tokens=usage.total_tokens,
+                reasoning_tokens=details.reasoning_tokens if details is not None else None,
+            )
+        )
+
+    def _end(self, out: list[Event]) -> None:
+        if self._state.ended:
+            return
+        facts = self._facts
+        cuts_latest = (
+            facts.length_signal or facts.error or not facts.terminated or facts.usage_at_limit()
+        )
+        self._calls.settle_incomplete(out, cuts_latest)
+        # The items the API needs back (reasoning, messages, server tools) travel with the Turn.
+        items = tuple(msgspec.to_builtins(item) for item in self._items.emitted)
+        out.append(ProviderContent(items=items))
+        self._state.end(out)
+
+
+def _position(value: object) -> int | None:
+    return value if type(value) is int else None
+
+
+_DELTA_KINDS = {
+    "response.output_text.delta": "output_text",
+    "response.refusal.delta": "refusal",
+    "response.reasoning_text.delta": "reasoning_text",
+    "response.reasoning_summary_text.delta": "summary_text",
+}
+_DONE_KINDS = {
+    "response.output_text.done": "output_text",
+    "response.refusal.done": "refusal",
+    "response.reasoning_text.done": "reasoning_text",
+    "response.reasoning_summary_text.done": "summary_text",
+}
+
+_Handler = Callable[[OpenAIResponsesMapper, Envelope, bytes, list[Event]], None]
+_HANDLERS: dict[str, _Handler] = {
+    "response.created": OpenAIResponsesMapper._lifecycle,
+    "response.in_progress": OpenAIResponsesMapper._lifecycle,
+    "response.queued": OpenAIResponsesMapper._lifecycle,
+    "response.output_item.added": OpenAIResponsesMapper._item_added,
+    "response.output_item.done": OpenAIResponsesMapper._item_done,
+    "response.function_call_arguments.delta": OpenAIResponsesMapper._arguments_delta,
+    "response.function_call_arguments.done": OpenAIResponsesMapper._arguments_done,
+    "error": OpenAIResponsesMapper._error_event,
+    **{name: OpenAIResponsesMapper._part_delta for name in _DELTA_KINDS},
+    **{name: OpenAIResponsesMapper._part_done for name in _DONE_KINDS},
+}
