@@ -1,0 +1,274 @@
+"""Anthropic Messages streams (``POST /v1/messages``, ``stream: true``) into toolwire events.
+
+The stream is SSE with ``event:`` names; each payload's ``type`` says what it is, and the rules
+here come from the recordings in ``shared/fixtures/streams/anthropic/``:
+
+- ``message_start`` carries the model, the id and the input usage; ``message_delta`` the
+  ``stop_reason`` and the output usage; ``message_stop`` is the terminator (there is no
+  ``[DONE]``); ``ping`` is nothing. The API pads many payloads with spaces before the last
+  ``}`` (``max_tokens_mid_tool_input_no_block_stop.sse``): JSON does not mind.
+- Content is addressed by block index. A ``tool_use`` block (id, name, ``input: {}``) opens a
+  call; its ``input_json_delta`` pieces are appended raw, the first one often ``""``; its
+  ``content_block_stop`` closes it. The SDK's own partial-JSON parser is never used: it
+  completes a cut buffer into a valid-looking object.
+- A no-argument tool sends only ``partial_json: ""`` (``thinking_then_tool_use_no_args_padded``):
+  the protocol then defines the input as the start block's ``input``, ``{}``. At
+  ``content_block_stop`` toolwire writes that object's JSON, ``{}``, as the call's text (one
+  argument delta), so the judge sees exactly the input the API means: ``ok``, not a repair.
+- A ``tool_use`` block whose ``content_block_stop`` never comes stays open until the finish,
+  which cuts it (``max_tokens_mid_tool_input_no_block_stop.sse``). A block that *is* stopped but
+  whose text stops inside a value (``max_tokens_mid_tool_input.derived.sse``) is also left for
+  the finish: only the finish knows what cut it (``max_tokens`` names the limit), so that the
+  message to the model says the cause instead of "not known".
+- ``thinking_delta`` is reasoning; ``signature_delta`` and ``redacted_thinking`` blocks are kept
+  for replay (:mod:`.blocks`). ``server_tool_use`` blocks and their results
+  (``thinking_text_server_tool_use_text.sse``) are run by Anthropic: they are kept for replay
+  and never opened as calls, so they are never judged or dispatched.
+- ``event: error`` (``overloaded_error`` mid-stream, ``error_overloaded_mid_stream.derived.sse``)
+  is fatal: the turn ends in ``error`` there, with the error's type as the code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ...pipeline.events import Event, ProviderContent, ProviderError, ResponseInfo, Usage
+from ...pipeline.mapper import MapperSettings, cap_text
+from ...pipeline.stream_state import StreamState
+from ..frame_errors import overflow_error
+from ..sse import FrameOverflow, SSEDecoder, SSEMessage
+from .blocks import ContentRecord
+from .content import ContentReader
+from .wire import (
+    LENGTH_STOP_REASONS,
+    ErrorBody,
+    MessageHead,
+    StreamEvent,
+    StreamUsage,
+    decode_event,
+    finish_reason_from_anthropic,
+    quote_raw,
+)
+
+__all__ = ["AnthropicMapper"]
+
+_DEFAULT_SETTINGS = MapperSettings()
+
+
+class AnthropicMapper:
+    """Sans-I/O mapper for one Messages stream (SSE bytes, or the SDK's raw stream events)."""
+
+    provider_name = "anthropic"
+
+    def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
+        self._sse = SSEDecoder()
+        self._state = StreamState(settings)
+        self._facts = self._state.facts
+        self._record = ContentRecord()
+        self._content = ContentReader(self._state, self._record)
+        self._input_tokens: int | None = None
+        self._info_sent = False
+        self._object_source = False
+
+    @property
+    def done(self) -> bool:
+        """``message_stop`` (or a fatal error) was seen: nothing after it is read."""
+        return self._state.ended
+
+    def fail(self, error: ProviderError) -> list[Event]:
+        """A fatal error from outside the body (an HTTP status): the turn ends in ``error``."""
+        out: list[Event] = []
+        if not self._state.ended:
+            self._state.fatal(out, error)
+            self._end(out)
+        return out
+
+    def content_blocks(self) -> tuple[dict[str, Any], ...]:
+        """The assistant content so far, as it goes back to the API (see :mod:`.blocks`)."""
+        return self._record.snapshot()
+
+    # -- input -------------------------------------------------------------------------------
+
+    def feed_bytes(self, data: bytes) -> list[Event]:
+        """Take the next bytes of an SSE body."""
+        out: list[Event] = []
+        for message in self._sse.feed(data):
+            self._message(message, out)
+        return out
+
+    def feed_object(self, chunk: object) -> list[Event]:
+        """Take one ``anthropic`` SDK ``MessageStreamEvent`` (any pydantic model) or a mapping.
+
+        The SDK builds its events from the wire JSON, so ``model_dump(exclude_unset=True)``
+        gives back exactly the fields that were sent (no ``None`` for absent ones).
+        """
+        out: list[Event] = []
+        if self._state.ended:
+            return out
+        self._object_source = True
+        payload = _dumped(chunk)
+        try:
+            event = msgspec.convert(payload, StreamEvent, strict=False)
+        except msgspec.ValidationError as error:
+            self._state.unreadable(
+                out, _unknown_shape(f"an event of unknown shape: {error}", payload)
+            )
+            return out
+        self._event(event, out, payload)
+        return out
+
+    def finish(self, *, failed: bool = False) -> list[Event]:
+        """The source ended: flush the decoder, close open calls, decide the finish."""
+        out: list[Event] = []
+        for message in self._sse.finish():
+            self._message(message, out)
+        sse = self._sse
+        if not (self._object_source or self._state.ended or failed or sse.saw_field):
+            # Not one SSE line: an HTML error page, a JSON error body, an empty 200.
+            self._state.not_a_stream(
+                out, size=sse.bytes_seen, head=sse.first_bytes, what="an event stream"
+            )
+        self._end(out)
+        return out
+
+    # -- translation -------------------------------------------------------------------------
+
+    def _message(self, message: SSEMessage | FrameOverflow, out: list[Event]) -> None:
+        if self._state.ended:
+            return
+        if type(message) is FrameOverflow:
+            self._state.unreadable(out, overflow_error(message))
+            return
+        assert type(message) is SSEMessage
+        data = message.data
+        try:
+            event = decode_event(data)
+        except msgspec.ValidationError as error:
+            self._state.unreadable(out, _unknown_shape(f"an event of unknown shape: {error}", data))
+            return
+        except msgspec.DecodeError as error:
+            if not data.strip():
+                return
+            if message.event == b"error":
+                # An error event whose body is not JSON is still the provider's error.
+                self._error(ErrorBody(message=cap_text(data, 200)), out, data)
+                return
+            self._state.unreadable(
+                out,
+                ProviderError(
+                    message=f"a data line that is not JSON: {error}",
+                    kind="not_json",
+                    raw=cap_text(data),
+                ),
+            )
+            return
+        if event.type is None and message.event is not None:
+            event.type = message.event.decode("utf-8", "replace")
+        self._event(event, out, data)
+
+    def _event(self, event: StreamEvent, out: list[Event], raw: object) -> None:
+        kind = event.type
+        if kind == "content_block_delta":
+            self._content.delta(event, out, raw)
+        elif kind == "content_block_start":
+            self._content.start(event, out, raw)
+        elif kind == "content_block_stop":
+            self._content.stop(event, out, raw)
+        elif kind == "ping":
+            return
+        elif kind == "message_start":
+            self._message_start(event.message, out, raw)
+        elif kind == "message_delta":
+            self._message_delta(event, out)
+        elif kind == "message_stop":
+            self._facts.terminated = True
+            self._end(out)
+        elif kind == "error":
+            self._error(event.error or ErrorBody(), out, raw)
+        else:
+            # Anthropic may add event types; one toolwire cannot read may have held call text.
+            self._state.unreadable(out, _unknown_shape(f"an event of unknown type {kind!r}", raw))
+
+    def _message_start(self, message: MessageHead | None, out: list[Event], raw: object) -> None:
+        if message is None:
+            self._state.unreadable(out, _unknown_shape("message_start without a message", raw))
+            return
+        if not self._info_sent and (message.model is not None or message.id is not None):
+            self._info_sent = True
+            out.append(ResponseInfo(model=message.model, response_id=message.id))
+        if message.content:
+            self._state.report(
+                out,
+                ProviderError(
+                    message="message_start carried content blocks; they were not read",
+                    kind="protocol",
+                    raw=quote_raw(raw),
+                ),
+            )
+        usage = message.usage
+        if usage is not None:
+            self._input_tokens = usage.input_tokens
+            # Only message_delta's count is final: message_start says 1 output token so far.
+            out.append(_usage_event(usage, usage.input_tokens))
+
+    def _message_delta(self, event: StreamEvent, out: list[Event]) -> None:
+        delta = event.delta
+        raw = delta.stop_reason if delta is not None else None
+        if raw is not None:
+            facts = self._facts
+            facts.raw = raw
+            facts.reason = finish_reason_from_anthropic(raw)
+            facts.length_signal = raw in LENGTH_STOP_REASONS
+        usage = event.usage
+        if usage is not None:
+            if usage.input_tokens is not None:
+                self._input_tokens = usage.input_tokens
+            if usage.output_tokens is not None:
+                self._facts.output_tokens = usage.output_tokens
+            out.append(_usage_event(usage, self._input_tokens))
+
+    def _error(self, body: ErrorBody, out: list[Event], raw: object) -> None:
+        """An in-band error is the end of the turn: nothing of it may run."""
+        self._state.fatal(
+            out,
+            ProviderError(
+                message=body.message or body.type or "provider error",
+                kind="error_payload",
+                code=body.type,
+                raw=quote_raw(raw),
+                fatal=True,
+            ),
+        )
+        self._end(out)
+
+    def _end(self, out: list[Event]) -> None:
+        if self._state.ended:
+            return
+        # The blocks the API needs back travel with the Turn (Turn.provider_content).
+        out.append(ProviderContent(items=self._record.snapshot()))
+        self._state.end(out)
+
+
+def _usage_event(usage: StreamUsage, input_tokens: int | None) -> Usage:
+    details = usage.output_tokens_details
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=details.thinking_tokens if details is not None else None,
+    )
+
+
+def _dumped(chunk: object) -> object:
+    dump = getattr(chunk, "model_dump", None)
+    if not callable(dump):
+        return chunk
+    try:
+        return dump(mode="json", exclude_unset=True)
+    except TypeError:  # a model_dump without pydantic's keywords
+        return dump()
+
+
+def _unknown_shape(detail: str, raw: object) -> ProviderError:
+    return ProviderError(message=detail, kind="unknown_shape", raw=quote_raw(raw))
