@@ -1,0 +1,375 @@
+"""Gemini API and Vertex AI ``streamGenerateContent?alt=sse`` streams into toolwire events.
+
+The wire, as recorded in ``shared/fixtures/streams/gemini/``:
+
+- ``data:`` lines only, events separated by ``\\r\\n\\r\\n``, JSON written with ``": "`` after
+  keys (the SSE decoder takes any line end; the JSON decoder any spacing);
+- no terminator: the stream ends when the body ends. A candidate's ``finishReason`` is the end
+  signal; it may come in the same chunk as the call
+  (``function_call_single_chunk_with_stop_gemini2flash.sse``) or in a later chunk whose only
+  part is ``{"text": ""}`` (``function_call_thought_signature_gemini3.sse``). A clean end of
+  the body after a finish reason is a terminated stream; a body that ends without one dropped;
+- whole ``functionCall`` parts with ``args`` as an object (Gemini API): serialized once,
+  ``arguments_form="object"``, closed at once (the server parsed the whole call: nothing of it
+  can still be missing), an id synthesized when the API gives none;
+- Vertex ``streamFunctionCallArguments``: a header, ``partialArgs`` pieces, an end piece; the
+  pieces are written out as JSON text by :mod:`.partial_args` and the call closes only on its
+  end piece (``max_tokens_mid_partial_args.derived.sse`` never sends it: the call stays open,
+  its text stops inside a value, and the finish cuts it);
+- ``thought: true`` text is reasoning; ``thoughtSignature`` on any part is kept, in part order,
+  for history replay (:mod:`.replay`);
+- ``usageMetadata`` (often the same on every chunk; reported once per change):
+  ``candidatesTokenCount`` excludes thinking, so output tokens are candidates + thoughts, which
+  is what ``maxOutputTokens`` limits;
+- ``finishReason`` / ``promptFeedback.blockReason``: mapped completely by :mod:`.finish`;
+  ``MALFORMED_FUNCTION_CALL`` becomes one synthesized, rejected call;
+- ``{"error": {...}}`` in band: a fatal ProviderError, and the end of the stream.
+
+Only candidate 0 is read: toolwire judges one model turn per stream.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ...pipeline.accumulate import OpenCall
+from ...pipeline.events import (
+    Event,
+    ProviderContent,
+    ProviderError,
+    ReasoningDelta,
+    ResponseInfo,
+    TextDelta,
+    Usage,
+)
+from ...pipeline.mapper import MapperSettings, cap_text
+from ...pipeline.stream_state import StreamState
+from ..frame_errors import overflow_error
+from ..sse import FrameOverflow, SSEDecoder, SSEMessage
+from .finish import (
+    MALFORMED,
+    MAX_TOKENS,
+    block_reason_from_gemini,
+    finish_reason_from_gemini,
+    malformed_call_rejection,
+)
+from .partial_args import ArgumentsWriter, PartialArgError
+from .replay import ReplayLog
+from .wire import Candidate, Chunk, FunctionCall, UsageMetadata, decode_chunk, sdk_payload
+
+__all__ = ["GeminiMapper"]
+
+_encode = msgspec.json.encode
+_DEFAULT_SETTINGS = MapperSettings()
+
+
+class _Streamed:
+    """A Vertex streamed call being written: its accumulator call and its JSON writer."""
+
+    __slots__ = ("broken", "call", "writer")
+
+    def __init__(self, call: OpenCall, writer: ArgumentsWriter) -> None:
+        self.call = call
+        self.writer = writer
+        #: A piece could not be written: the call is lost and nothing more is written to it.
+        self.broken = False
+
+
+class GeminiMapper:
+    """Sans-I/O mapper for one Gemini / Vertex stream (SSE bytes or google-genai objects)."""
+
+    provider_name = "gcp.gemini"
+
+    def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
+        self._sse = SSEDecoder()
+        self._state = StreamState(settings)
+        self._calls = self._state.calls
+        self._facts = self._state.facts
+        self._info_sent = False
+        self._object_source = False
+        self._streamed: _Streamed | None = None
+        self._replay = ReplayLog()
+        self._last_usage: tuple[int | None, ...] | None = None
+
+    @property
+    def done(self) -> bool:
+        """The stream ended (a fatal error): nothing after it is read.
+
+        Gemini has no terminator to stop at: a finish reason is the end of the candidate, and
+        the body is read to its end (a late usage or metadata chunk is not lost).
+        """
+        return self._state.ended
+
+    def fail(self, error: ProviderError) -> list[Event]:
+        """A fatal error from outside the body (an HTTP status): the turn ends in ``error``."""
+        out: list[Event] = []
+        if not self._state.ended:
+            self._state.fatal(out, error)
+            self._end(out)
+        return out
+
+    # -- input -------------------------------------------------------------------------------
+
+    def feed_bytes(self, data: bytes) -> list[Event]:
+        """Take the next bytes of an SSE body (any split)."""
+        out: list[Event] = []
+        for payload in self._sse.feed_data(data):
+            self._payload(payload, out)
+        return out
+
+    def feed_object(self, chunk: object) -> list[Event]:
+        """Take one google-genai ``GenerateContentResponse``, or a mapping in the wire spelling."""
+        out: list[Event] = []
+        if self._state.ended:
+            return out
+        self._object_source = True
+        payload = sdk_payload(chunk)
+        try:
+            decoded = msgspec.convert(payload, Chunk)
+        except msgspec.ValidationError as error:
+            self._state.unreadable(out, _unknown_shape(error, repr(payload)))
+            return out
+        self._chunk(decoded, out, b"")
+        return out
+
+    def finish(self, *, failed: bool = False) -> list[Event]:
+        """The source ended: flush the framing, decide whether it ended cleanly, close."""
+        out: list[Event] = []
+        for message in self._sse.finish():
+            self._payload(message.data if isinstance(message, SSEMessage) else message, out)
+        sse = self._sse
+        if not (self._object_source or self._state.ended or failed or sse.saw_field):
+            # Not one SSE line: an HTML error page, a JSON error body, the JSON array that
+            # ``streamGenerateContent`` sends without ``alt=sse``, an empty 200.
+            self._state.not_a_stream(
+                out, size=sse.bytes_seen, head=sse.first_bytes, what="an event stream"
+            )
+        facts = self._facts
+        if not failed and facts.raw is not None and not facts.error:
+            # No terminator in this protocol: a finish reason, then a clean end of the body.
+            facts.terminated = True
+        self._end(out)
+        return out
+
+    # -- framing -----------------------------------------------------------------------------
+
+    def _payload(self, data: bytes | FrameOverflow, out: list[Event]) -> None:
+        if self._state.ended:
+            return
+        if type(data) is FrameOverflow:
+            self._state.unreadable(out, overflow_error(data))
+            return
+        assert type(data) is bytes
+        try:
+            chunk = decode_chunk(data)
+        except msgspec.ValidationError as error:
+            self._state.unreadable(out, _unknown_shape(error, data))
+            return
+        except msgspec.DecodeError as error:
+            if not data.strip():
+                return
+            self._state.unreadable(
+                out,
+                ProviderError(
+                    message=f"a data line that is not JSON: {error}",
+                    kind="not_json",
+                    raw=cap_text(data),
+                ),
+            )
+            return
+        self._chunk(chunk, out, data)
+
+    # -- translation -------------------------------------------------------------------------
+
+    def _chunk(self, chunk: Chunk, out: list[Event], data: bytes) -> None:
+        if chunk.error is not None:
+            self._error(chunk, out, data)
+            return
+        if not self._info_sent and (chunk.model_version or chunk.response_id):
+            self._info_sent = True
+            out.append(ResponseInfo(model=chunk.model_version, response_id=chunk.response_id))
+        for candidate in chunk.candidates or ():
+            if candidate.index in (None, 0):
+                self._candidate(candidate, out)
+                break
+        feedback = chunk.prompt_feedback
+        if feedback is not None and feedback.block_reason:
+            self._blocked(feedback.block_reason, feedback.block_reason_message, out)
+        if chunk.usage_metadata is not None:
+            self._usage(chunk.usage_metadata, out)
+
+    def _candidate(self, candidate: Candidate, out: list[Event]) -> None:
+        content = candidate.content
+        for part in (content.parts if content is not None else None) or ():
+            call = part.function_call
+            if call is not None:
+                self._function_call(call, part.thought_signature, out)
+                continue
+            text = part.text
+            if text:
+                out.append(ReasoningDelta(text=text) if part.thought else TextDelta(text=text))
+            if text is not None or part.thought_signature is not None:
+                self._replay.text(
+                    text or "", reasoning=bool(part.thought), signature=part.thought_signature
+                )
+        if candidate.finish_reason is not None:
+            self._finish_reason(candidate.finish_reason, candidate.finish_message, out)
+
+    def _function_call(self, part: FunctionCall, signature: str | None, out: list[Event]) -> None:
+        streamed = self._streamed
+        if streamed is not None:
+            if not part.name:
+                self._continue(streamed, part, signature, out)
+                return
+            # A new header while the streamed call has had no end piece: the old call is closed
+            # as it is (its object was never closed, so it can never pass as complete).
+            self._state.report(
+                out,
+                ProviderError(
+                    message=(
+                        f"function call {part.name!r} began before the streamed call "
+                        f"{streamed.call.name!r} ended; that call was closed unfinished"
+                    ),
+                    kind="protocol",
+                ),
+            )
+            self._calls.close(out, streamed.call, "next_call")
+            self._streamed = None
+        if not part.name:
+            # A piece of a streamed call with no call open (its header was in a lost piece, or
+            # the server broke its protocol): reported, and no call is made of it.
+            self._state.report(
+                out,
+                ProviderError(
+                    message="a piece of a function call arrived with no call open; dropped",
+                    kind="protocol",
+                    raw=cap_text(_encode(part)),
+                ),
+            )
+            return
+        call = self._calls.start(out, call_id=part.id or None, name=part.name)
+        call.arguments_form = "object"
+        self._replay.call(call.call_id, signature)
+        if part.partial_args is None and not part.will_continue:
+            # A whole call (Gemini API): the server parsed all of it.
+            self._calls.append_to(out, call, _encode(part.args or {}).decode())
+            self._calls.close(out, call, "call_end")
+            return
+        writer = ArgumentsWriter()
+        self._calls.append_to(out, call, writer.start())
+        self._streamed = _Streamed(call, writer)
+        self._continue(self._streamed, part, None, out)
+
+    def _continue(
+        self, streamed: _Streamed, part: FunctionCall, signature: str | None, out: list[Event]
+    ) -> None:
+        """One piece of the streamed call: its argument text, and maybe its end."""
+        call = streamed.call
+        if signature is not None:
+            self._replay.sign_call(call.call_id, signature)
+        if part.args is not None and not streamed.broken:
+            streamed.broken = True
+            self._state.unreadable(out, _protocol("a streamed call piece with whole args", part))
+        for piece in part.partial_args or ():
+            if streamed.broken:
+                break
+            try:
+                text = streamed.writer.feed(piece)
+            except PartialArgError as error:
+                streamed.broken = True
+                self._state.unreadable(out, _protocol(str(error), part))
+                break
+            self._calls.append_to(out, call, text)
+        if not part.will_continue:
+            if not streamed.broken:
+                self._calls.append_to(out, call, streamed.writer.end())
+            self._calls.close(out, call, "call_end")
+            self._streamed = None
+
+    def _finish_reason(self, raw: str, message: str | None, out: list[Event]) -> None:
+        facts = self._facts
+        if raw == MALFORMED and facts.raw != MALFORMED:
+            rejection = malformed_call_rejection(len(self._calls.calls), message)
+            out.append(rejection)
+        facts.raw = raw
+        facts.reason = finish_reason_from_gemini(raw)
+        if raw == MAX_TOKENS:
+            facts.length_signal = True
+
+    def _blocked(self, raw: str, message: str | None, out: list[Event]) -> None:
+        """The prompt was blocked: no candidate, the turn ends in a content filter (or unknown)."""
+        facts = self._facts
+        facts.raw = raw
+        facts.reason = block_reason_from_gemini(raw)
+        detail = f": {cap_text(message, 300)}" if message else ""
+        self._state.report(
+            out,
+            ProviderError(
+                message=f"the prompt was blocked ({raw}){detail}; nothing was generated",
+                kind="error_payload",
+                code=raw,
+            ),
+        )
+
+    def _usage(self, usage: UsageMetadata, out: list[Event]) -> None:
+        candidates, thoughts = usage.candidates_token_count, usage.thoughts_token_count
+        output = (
+            None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
+        )
+        key = (usage.prompt_token_count, output, usage.total_token_count, thoughts)
+        if key == self._last_usage or key == (None, None, None, None):
+            return  # Vertex sends {"trafficType": ...} alone; Gemini repeats the same counts
+        self._last_usage = key
+        self._facts.output_tokens = output
+        out.append(
+            Usage(
+                input_tokens=usage.prompt_token_count,
+                output_tokens=output,
+                total_tokens=usage.total_token_count,
+                reasoning_tokens=thoughts,
+            )
+        )
+
+    def _error(self, chunk: Chunk, out: list[Event], data: bytes) -> None:
+        body = chunk.error
+        code: str | None = None
+        if isinstance(body, str):
+            message = body
+        else:
+            assert body is not None
+            message = body.message or body.status or "provider error"
+            code = str(body.code) if body.code is not None else body.status
+        self._state.fatal(
+            out,
+            ProviderError(
+                message=message,
+                kind="error_payload",
+                code=code,
+                raw=cap_text(data) if data else "",
+                fatal=True,
+            ),
+        )
+        self._end(out)
+
+    def _end(self, out: list[Event]) -> None:
+        if self._state.ended:
+            return
+        if self._replay.signed:
+            # The parts Gemini needs back, signatures on their parts, travel with the Turn.
+            parts = tuple(msgspec.to_builtins(part) for part in self._replay.parts())
+            out.append(ProviderContent(items=parts))
+        self._state.end(out)
+
+
+def _unknown_shape(error: msgspec.ValidationError, raw: bytes | str) -> ProviderError:
+    return ProviderError(
+        message=f"a chunk of unknown shape: {error}", kind="unknown_shape", raw=cap_text(raw)
+    )
+
+
+def _protocol(message: str, part: FunctionCall) -> ProviderError:
+    return ProviderError(
+        message=f"a streamed function-call piece that cannot be written as sent: {message}",
+        kind="protocol",
+        raw=cap_text(_encode(part)),
+    )
