@@ -1,0 +1,318 @@
+"""Ollama's native chat stream (``POST /api/chat``, ``application/x-ndjson``) into toolwire events.
+
+Each line is one ``ChatResponse`` (ollama/ollama ``api/types.go``): ``model``, ``created_at``,
+``message`` (``role``, ``content``, ``thinking``, ``tool_calls``), ``done``, and on the last line
+``done_reason`` and the counters (``prompt_eval_count``, ``eval_count``...). The rules, each
+read from Ollama's source (``server/routes.go``, ``model/parsers/``):
+
+- the terminator is the line with ``done: true``; a body that ends without one is a stream
+  that dropped (``disconnected``);
+- ``done_reason`` is ``stop`` or ``length`` (``llm.DoneReason``), ``load`` / ``unload`` on the
+  empty answers that (un)load a model, and *absent* on a ``done`` line when the runner's
+  connection closed (``DoneReasonConnectionClosed`` prints as ``""``, dropped by
+  ``omitempty``): that one, and anything unknown, is ``unknown``, never a normal end;
+- Ollama parses the model's output itself, so a tool call arrives whole in one line, its
+  ``arguments`` an OBJECT. Every entry of ``message.tool_calls`` is a new call: the provider's
+  ``function.index`` cannot tell calls apart (it was ``omitempty`` before v0.12.6, so the first
+  call had none, and each parser counts on its own), and ``id`` exists only since v0.12.10;
+- the calls stay open until the ``done`` line: Ollama's own parsers flush a call they are
+  still reading when generation stops (gemma4 "flush any accumulated tool call content even
+  without closing tag", glm46 ``finalizeToolCall`` on ``done``), so with ``length`` the call
+  generated last may be short, and the finish decision (:mod:`toolwire.pipeline.finish`) cuts it;
+- a line ``{"error": "..."}`` is how Ollama reports a failure after the stream began
+  (``streamResponse``): a fatal error;
+- a body that is no NDJSON stream at all (an HTML 502 page from a proxy) is said to be so; lines
+  that cannot be read before the first line of Ollama's shape are held back and reported when
+  the stream proves to be one, so that a proxy's page is one error, not one per line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ...pipeline.events import (
+    Event,
+    ProviderError,
+    ReasoningDelta,
+    ResponseInfo,
+    StopReason,
+    TextDelta,
+    Usage,
+)
+from ...pipeline.mapper import MapperSettings, cap_text
+from ...pipeline.stream_state import StreamState
+from ..frame_errors import overflow_error
+from ..ndjson import FrameOverflow, NDJSONDecoder
+
+__all__ = ["OllamaMapper", "finish_reason_from_ollama"]
+
+
+class _Function(msgspec.Struct, gc=False):
+    name: str | None = None
+    # An object on the wire; a string is accepted from servers imitating Ollama.
+    arguments: dict[str, Any] | str | None = None
+    index: int | None = None
+
+
+class _ToolCall(msgspec.Struct, gc=False):
+    function: _Function
+    id: str | None = None
+
+
+class _Message(msgspec.Struct, gc=False):
+    content: str | None = None
+    thinking: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+
+
+class _ErrorBody(msgspec.Struct, gc=False):
+    message: str | None = None
+    type: str | None = None
+    code: str | int | None = None
+
+
+class _Line(msgspec.Struct, gc=False):
+    model: str | None = None
+    message: _Message | None = None
+    done: bool | None = None
+    done_reason: str | None = None
+    prompt_eval_count: int | None = None
+    eval_count: int | None = None
+    # Ollama sends a string; an object is accepted from proxies that wrap it.
+    error: str | _ErrorBody | None = None
+
+
+_decode_line = msgspec.json.Decoder(_Line).decode
+
+_DONE_REASONS: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "length": "length",
+    # The empty answers to a request that only loads or unloads a model: no turn was generated.
+    "load": "unknown",
+    "unload": "unknown",
+}
+
+
+def finish_reason_from_ollama(raw: str | None) -> StopReason:
+    """Normalize a ``done_reason``; absent (a closed runner connection) or unknown: ``unknown``."""
+    if not raw:
+        return "unknown"
+    return _DONE_REASONS.get(raw, "unknown")
+
+
+def _unknown_shape(detail: str, raw: bytes | str) -> ProviderError:
+    return ProviderError(
+        message=f"a line of unknown shape: {detail}", kind="unknown_shape", raw=cap_text(raw)
+    )
+
+
+_DEFAULT_SETTINGS = MapperSettings()
+
+
+class OllamaMapper:
+    """Sans-I/O mapper for one ``/api/chat`` stream (NDJSON bytes or ``ollama`` SDK chunks)."""
+
+    provider_name = "ollama"
+
+    def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
+        self._ndjson = NDJSONDecoder()
+        self._state = StreamState(settings)
+        self._calls = self._state.calls
+        self._facts = self._state.facts
+        self._info_sent = False
+        self._object_source = False
+        #: A line of Ollama's shape was read: the body is a stream, errors are reported as met.
+        self._streaming = False
+        #: The first unreadable line before that, how many there were, and whether one of them
+        #: began like a JSON object (a first line cut short: a stream that dropped).
+        self._held: ProviderError | None = None
+        self._held_count = 0
+        self._held_began_as_object = False
+
+    @property
+    def done(self) -> bool:
+        """The ``done: true`` line was seen (or the run ended): nothing after it is read."""
+        return self._state.ended
+
+    def fail(self, error: ProviderError) -> list[Event]:
+        """A fatal error from outside the body (an HTTP status): the turn ends in ``error``."""
+        return self._state.fail(error)
+
+    # -- input -------------------------------------------------------------------------------
+
+    def feed_bytes(self, data: bytes) -> list[Event]:
+        """Take the next bytes of an NDJSON body (any split)."""
+        out: list[Event] = []
+        for line in self._ndjson.feed(data):
+            self._payload(line, out)
+        return out
+
+    def feed_object(self, chunk: object) -> list[Event]:
+        """Take one ``ollama`` SDK ``ChatResponse`` (any pydantic model) or a decoded mapping.
+
+        The SDK's ``Message.ToolCall`` (ollama-python 0.6) has no ``id`` and its ``Function`` no
+        ``index``: pydantic drops them, so calls read from SDK objects get synthesized ids.
+        """
+        out: list[Event] = []
+        if self._state.ended:
+            return out
+        self._object_source = True
+        self._streaming = True
+        dump = getattr(chunk, "model_dump", None)
+        payload = dump() if callable(dump) else chunk
+        try:
+            line = msgspec.convert(payload, _Line, strict=False)
+        except msgspec.ValidationError as error:
+            self._state.unreadable(out, _unknown_shape(str(error), repr(payload)))
+            return out
+        if not _has_ollama_shape(line):
+            self._state.unreadable(out, _unknown_shape(_NO_FIELDS, repr(payload)))
+            return out
+        self._line(line, out, b"")
+        return out
+
+    def finish(self, *, failed: bool = False) -> list[Event]:
+        """The source ended: flush the decoder, close open calls, decide the finish."""
+        out: list[Event] = []
+        for line in self._ndjson.finish():
+            self._payload(line, out)
+        if not (self._streaming or self._state.ended):
+            if failed or self._object_source or self._held_began_as_object:
+                # A read that failed, or a first line cut short: a stream that dropped.
+                self._release_held(out)
+            else:
+                # Not one line of Ollama's shape: an HTML page, a JSON error body, an empty 200.
+                # Saying "the stream dropped" would invite a retry that fails the same way.
+                ndjson = self._ndjson
+                self._state.not_a_stream(
+                    out,
+                    size=ndjson.bytes_seen,
+                    head=ndjson.first_bytes,
+                    what="an Ollama NDJSON stream",
+                )
+        self._state.end(out)
+        return out
+
+    # -- translation -------------------------------------------------------------------------
+
+    def _payload(self, data: bytes | FrameOverflow, out: list[Event]) -> None:
+        if self._state.ended:
+            return
+        if type(data) is FrameOverflow:
+            self._unreadable(out, overflow_error(data))
+            return
+        assert type(data) is bytes
+        try:
+            line = _decode_line(data)
+        except msgspec.ValidationError as error:
+            self._unreadable(out, _unknown_shape(str(error), data))
+            return
+        except msgspec.DecodeError as error:
+            if data.lstrip()[:1] == b"{":
+                self._held_began_as_object = True
+            self._unreadable(
+                out,
+                ProviderError(
+                    message=f"a line that is not JSON: {error}", kind="not_json", raw=cap_text(data)
+                ),
+            )
+            return
+        if not _has_ollama_shape(line):
+            self._unreadable(out, _unknown_shape(_NO_FIELDS, data))
+            return
+        if not self._streaming:
+            self._streaming = True
+            self._release_held(out)
+        self._line(line, out, data)
+
+    def _unreadable(self, out: list[Event], error: ProviderError) -> None:
+        """Report an unreadable piece, or hold it back until the body proves to be a stream."""
+        if self._streaming:
+            self._state.unreadable(out, error)
+            return
+        if self._held is None:
+            self._held = error
+        self._held_count += 1
+
+    def _release_held(self, out: list[Event]) -> None:
+        held = self._held
+        if held is None:
+            return
+        if self._held_count > 1:
+            more = self._held_count - 1
+            held = msgspec.structs.replace(
+                held, message=f"{held.message} (and {more} more unreadable lines before it)"
+            )
+        self._held = None
+        self._state.unreadable(out, held)
+
+    def _line(self, line: _Line, out: list[Event], data: bytes) -> None:
+        if line.error is not None:
+            self._error(line.error, out, data)
+            return
+        if not self._info_sent and line.model is not None:
+            self._info_sent = True
+            out.append(ResponseInfo(model=line.model, response_id=None))
+        message = line.message
+        if message is not None:
+            if message.thinking:
+                out.append(ReasoningDelta(text=message.thinking))
+            if message.content:
+                out.append(TextDelta(text=message.content))
+            if message.tool_calls:
+                for tool_call in message.tool_calls:
+                    self._call(tool_call, out)
+        if line.prompt_eval_count is not None or line.eval_count is not None:
+            self._facts.output_tokens = line.eval_count
+            out.append(Usage(input_tokens=line.prompt_eval_count, output_tokens=line.eval_count))
+        if line.done:
+            self._done(line.done_reason)
+            self._state.end(out)
+
+    def _call(self, tool_call: _ToolCall, out: list[Event]) -> None:
+        """One whole call: always a new call, even with an index or id seen before.
+
+        ``start`` opens it (a repeated provider id becomes ``<id>~2``); the arguments then go
+        to that call, the latest, through ``fragment``, which serializes an object once and
+        marks it ``arguments_form="object"``.
+        """
+        function = tool_call.function
+        calls = self._calls
+        calls.start(out, call_id=tool_call.id or None, name=function.name or None)
+        calls.fragment(out, index=None, call_id=None, name=None, arguments=function.arguments)
+
+    def _done(self, raw: str | None) -> None:
+        facts = self._facts
+        facts.terminated = True
+        facts.raw = raw or None
+        facts.reason = finish_reason_from_ollama(raw)
+        if facts.reason == "length":
+            facts.length_signal = True
+
+    def _error(self, body: str | _ErrorBody, out: list[Event], data: bytes) -> None:
+        code: str | None = None
+        if isinstance(body, _ErrorBody):
+            message = body.message or body.type or "provider error"
+            code = str(body.code) if body.code is not None else body.type
+        else:
+            message = body or "provider error"
+        self._state.fatal(
+            out,
+            ProviderError(
+                message=message,
+                kind="error_payload",
+                code=code,
+                raw=cap_text(data) if data else "",
+                fatal=True,
+            ),
+        )
+
+
+_NO_FIELDS = "none of Ollama's fields (message, done, error)"
+
+
+def _has_ollama_shape(line: _Line) -> bool:
+    """Ollama always sends ``message`` and ``done`` (no ``omitempty``), or ``error`` alone."""
+    return line.message is not None or line.done is not None or line.error is not None
