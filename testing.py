@@ -17,10 +17,10 @@ body, without an event loop: see its docstring.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 
 import anyio
-import msgspec
 
 from .pipeline.events import (
     Event,
@@ -185,21 +185,21 @@ def _run_mapper(open_mapper: MapperOpener, reads: Sequence[bytes]) -> list[Event
     return events
 
 
+_SYNTHESIZED = re.compile(rb"toolwire-[0-9a-f]{16}-")
+
+
 def _normalized(events: Sequence[Event]) -> list[bytes]:
-    """Events as JSON, with synthesized call ids (random per stream) named by first use."""
-    names: dict[str, str] = {}
+    """Events as JSON, with the random part of synthesized ids named by first use.
 
-    def rename(event: Event) -> Event:
-        call_id = getattr(event, "call_id", None)
-        if call_id is not None and call_id.startswith("toolwire-"):
-            fresh = names.setdefault(call_id, f"synthesized-{len(names)}")
-            return msgspec.structs.replace(event, call_id=fresh)
-        call = getattr(event, "call", None)
-        if isinstance(call, ToolCallComplete):
-            return msgspec.structs.replace(event, call=rename(call))
-        return event
+    Synthesized ids (``toolwire-<random per stream>-<n>``) may appear anywhere an id does: in
+    call events, inside judged events, in a provider's replay content.
+    """
+    names: dict[bytes, bytes] = {}
 
-    return [encode_event(rename(event)) for event in events]
+    def rename(match: re.Match[bytes]) -> bytes:
+        return names.setdefault(match.group(), b"toolwire-stream%d-" % len(names))
+
+    return [_SYNTHESIZED.sub(rename, encode_event(event)) for event in events]
 
 
 def _check_shape(events: Sequence[Event], where: str) -> None:

@@ -12,6 +12,10 @@ FOLDERS = {
     "openai-chat": "openai-chat",
     "openai-compatible": "openai-compatible",
     "llama-cpp-python": "llama-cpp",
+    "openai-responses": "openai-responses",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "ollama": "ollama",
 }
 
 CASES = [
