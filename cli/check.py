@@ -3,7 +3,12 @@
 One string (``--tool NAME [--schema FILE] [--strict]``): the whole of stdin is the raw arguments
 text, exactly (a trailing newline is JSON whitespace, so ``echo`` works). ``--jsonl``: each line
 is ``{"raw": ..., "tool": ..., "schema": ...}`` and one verdict line is written per input line, in
-order; a line that cannot be read gets ``{"error": ...}`` in its place and the exit code is 1.
+order; a line that cannot be read, or whose schema cannot be used, gets ``{"error": ...}`` in its
+place and the exit code is 1.
+
+A schema given with ``--schema`` is compiled before any input is read: one that cannot be used
+(not a JSON Schema, a ``$ref`` that points nowhere or to another document, which is never
+fetched) is a usage error, one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -15,7 +20,14 @@ from typing import Any
 
 import msgspec
 
-from ..judge import DEFAULT_POLICY, STRICT_POLICY, Policy, parse_arguments
+from ..judge import (
+    DEFAULT_POLICY,
+    STRICT_POLICY,
+    Policy,
+    SchemaChecker,
+    ToolSchema,
+    parse_arguments,
+)
 from ..pipeline.errors import ConfigurationError
 from ..pipeline.verdict import Verdict
 from .common import read_json_file
@@ -55,7 +67,7 @@ def _run_check(args: argparse.Namespace) -> int:
     if not args.jsonl and args.tool is None:
         sys.stderr.write("toolwire: check needs --tool NAME (or --jsonl)\n")
         return 2
-    schema = _read_schema(args.schema)
+    schema = _compile_schema(args.schema, args.tool)
     if args.jsonl:
         return _check_lines(policy, schema)
     raw = sys.stdin.buffer.read().decode("utf-8", "replace")
@@ -64,11 +76,18 @@ def _run_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_schema(path: Path | None) -> Any:
-    return None if path is None else read_json_file(path, dict, "a JSON Schema object")
+def _compile_schema(path: Path | None, tool: str | None) -> SchemaChecker | None:
+    """The checker for the ``--schema`` file, compiled once (``ConfigurationError`` if unusable)."""
+    if path is None:
+        return None
+    schema = read_json_file(path, dict, "a JSON Schema object")
+    try:
+        return SchemaChecker(schema, tool=tool)
+    except ConfigurationError as error:
+        raise ConfigurationError(f"{path}: {error}") from None
 
 
-def _judge(raw: str, tool: str, schema: Any, policy: Policy) -> Verdict:
+def _judge(raw: str, tool: str, schema: ToolSchema | None, policy: Policy) -> Verdict:
     return parse_arguments(raw, tool=tool, schema=schema, policy=policy)
 
 
@@ -81,7 +100,7 @@ class _Line(msgspec.Struct):
 _decode_line = msgspec.json.Decoder(_Line).decode
 
 
-def _check_lines(policy: Policy, default_schema: Any) -> int:
+def _check_lines(policy: Policy, default_schema: SchemaChecker | None) -> int:
     failed = False
     out = sys.stdout
     for number, line in enumerate(sys.stdin.buffer, start=1):
@@ -89,7 +108,7 @@ def _check_lines(policy: Policy, default_schema: Any) -> int:
             continue
         try:
             item = _decode_line(line)
-            schema = item.schema if item.schema is not None else default_schema
+            schema: ToolSchema | None = item.schema if item.schema is not None else default_schema
             verdict = _judge(item.raw, item.tool, schema, policy)
         except (msgspec.DecodeError, msgspec.ValidationError, ConfigurationError) as error:
             failed = True

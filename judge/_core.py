@@ -1,37 +1,44 @@
 """``parse_arguments``: the judge's pure core, from one raw arguments text to one ``Verdict``.
 
-The layers, outermost first (repairs are reported in this order)::
+The order, outermost first (repairs are reported in this order)::
 
     size limit ─► known tool ─► strict msgspec decode (the fast path: valid objects stop here)
-      ─► empty / null / JSON string holding an object (double_encoded) / other JSON (wrong_type)
-      ─► lone-surrogate check ─► structural scan: text ending inside a value is ``truncated``
-      ─► template markers at the edges ─► code fence around everything (each re-enters the layers)
-      ─► top-level objects in the text: none (not_json), two or more (ambiguous), exactly one
-         (surrounding text is ``prose``) ─► wrapping braces ─► relaxed reader (token repairs)
-         or the Python-literal reader
+      ─► lone-surrogate check ─► the parsing layers (``_layers``: double_encoded, template
+         markers, fence, the direct read or the scan, truncation, prose, the relaxed reader)
       ─► schema (with ``envelope`` unwrapping) ─► verdict and message
 
 Nothing here raises on model output: every input (any size, any characters, any nesting) gives a
-verdict. Exceptions are only for bad use of the library (an invalid schema).
+verdict, in time linear in its length. Exceptions are only for bad use of the library (an
+invalid schema, raised as ``ConfigurationError`` when the schema is compiled).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
 import pydantic
 
-from ..pipeline.verdict import RejectReason, RepairKind, Verdict
+from ..pipeline.verdict import Verdict
+from ._layers import Layers
 from ._message import render_message
+from ._outcome import (
+    JSON_END,
+    JSON_START,
+    STRICT_FAILED,
+    STRICT_TRUNCATED,
+    STRICT_UNTRIED,
+    TRUNCATED_MESSAGE,
+    Accepted,
+    Refused,
+    Result,
+    line_column,
+)
 from ._policy import DEFAULT_POLICY, Policy
-from ._reader import Read, ReadError, read_object
-from ._scan import Scan, scan
+from ._reader import Read, ReadError, read_group
 from ._schema import SchemaChecker, checker_for
-from ._text_repairs import strip_fence, strip_template_markers, unwrap_braces
 
 __all__ = ["ENVELOPE_KEYS", "ToolSchema", "parse_arguments"]
 
@@ -47,215 +54,12 @@ _STRICT_FAILURES = (msgspec.MsgspecError, RecursionError, UnicodeEncodeError)
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _NOT_DECODED = object()
 _NOT_TRIED = object()
-
-
-@dataclass(slots=True)
-class _Accepted:
-    arguments: dict[str, Any]
-    repairs: list[RepairKind]
-
-
-@dataclass(slots=True)
-class _Refused:
-    reason: RejectReason
-    detail: str
-    position: int | None
-
-
-_Result = _Accepted | _Refused
-
-
-def _with(kind: RepairKind, result: _Result) -> _Result:
-    """Put ``kind`` in front of the repairs of an accepted result."""
-    if isinstance(result, _Accepted):
-        result.repairs.insert(0, kind)
-    return result
-
-
-def _line_column(raw: str, position: int) -> str:
-    line = raw.count("\n", 0, position) + 1
-    column = position - (raw.rfind("\n", 0, position) + 1) + 1
-    return f"line {line}, column {column}"
-
-
-def _json_kind(value: object) -> str:
-    if isinstance(value, list):
-        return "a JSON array"
-    if isinstance(value, bool):
-        return f"the JSON boolean {'true' if value else 'false'}"
-    if isinstance(value, int | float):
-        return "a JSON number"
-    if isinstance(value, str):
-        return "a JSON string that does not hold an object"
-    return "null"
-
-
-class _Judge:
-    """One judgement: the raw text and the policy, shared by the layers."""
-
-    __slots__ = ("policy", "raw")
-
-    def __init__(self, raw: str, policy: Policy) -> None:
-        self.raw = raw
-        self.policy = policy
-
-    def refused_at(self, error: ReadError, base: int | None) -> _Refused:
-        """A ``not_json`` refusal located in the raw text (when the text is a slice of it)."""
-        if base is None:
-            return _Refused("not_json", f"inside the JSON string: {error.message}", None)
-        position = base + error.position
-        where = _line_column(self.raw, position)
-        return _Refused("not_json", f"{error.message} at {where}", position)
-
-    def decoded(self, value: Any, base: int | None, nested: bool) -> _Result:
-        """Classify a strictly decoded JSON value."""
-        if type(value) is dict:
-            return _Accepted(value, [])
-        policy = self.policy
-        if value is None:
-            if policy.null_as_empty:
-                return _Accepted({}, ["null_as_empty"])
-            return _Refused("wrong_type", "the arguments are null, not an object", base)
-        if isinstance(value, str) and policy.double_encoded and not nested:
-            inner = value.strip()
-            if inner.startswith("{"):
-                result = self.text(value, None, nested=True)
-                if isinstance(result, _Refused) and result.reason != "truncated":
-                    return _Refused(result.reason, f"inside the JSON string: {result.detail}", base)
-                return _with("double_encoded", result)
-        return _Refused("wrong_type", f"the arguments are {_json_kind(value)}", base)
-
-    def text(self, text: str, base: int | None, *, nested: bool, decoded: bool = False) -> _Result:
-        """Judge ``text`` (a slice of the raw text at ``base``, or a decoded string if None)."""
-        policy = self.policy
-        stripped = text.strip()
-        if base is not None:
-            base += len(text) - len(text.lstrip())
-        if not stripped:
-            if policy.empty:
-                return _Accepted({}, ["empty"])
-            return _Refused("not_json", "the arguments are empty", base)
-        if not decoded:
-            try:
-                value = _decode(stripped)
-            except _STRICT_FAILURES:
-                pass
-            else:
-                return self.decoded(value, base, nested)
-        if policy.template_markers:
-            cut = strip_template_markers(stripped)
-            if cut is not None:
-                inner_base = None if base is None else base + cut[0]
-                inner = stripped[cut[0] : cut[1]]
-                return _with("template_markers", self.text(inner, inner_base, nested=nested))
-        if policy.fence:
-            cut = strip_fence(stripped)
-            if cut is not None:
-                inner_base = None if base is None else base + cut[0]
-                inner = stripped[cut[0] : cut[1]]
-                return _with("fence", self.text(inner, inner_base, nested=nested))
-        found = scan(stripped)
-        if found.unterminated is not None and not self.completes(stripped, found):
-            end = None if base is None else base + len(stripped)
-            what = "an" if found.unterminated in ("object", "array") else "a"
-            detail = f"the arguments end inside {what} {found.unterminated}"
-            return _Refused("truncated", detail, end)
-        return self.objects(stripped, base, found)
-
-    def completes(self, text: str, found: Scan) -> bool:
-        """True when an object the scan thinks is still open is in fact complete.
-
-        The scan reads a key such as ``"parameters':`` (closed by the wrong quote) as a string
-        that never ends. The text is complete only if it is *not* a prefix of strict JSON (the
-        strict parser fails before the end; otherwise the text really may be cut inside a
-        string) and the relaxed reader reads the open group as one object up to the end.
-        On success the group is added to ``found.groups``.
-        """
-        start = found.open_start
-        if start is None or text[start] != "{":
-            return False
-        try:
-            _decode(text[start:])
-        except msgspec.DecodeError as error:
-            if str(error) == "Input data was truncated":
-                return False
-        except _STRICT_FAILURES:
-            return False
-        try:
-            self.group(text, start, len(text))
-        except ReadError:
-            return False
-        found.groups.append((start, len(text)))
-        found.unterminated = None
-        return True
-
-    def group(self, text: str, start: int, end: int) -> Read:
-        """Read the object ``text[start:end]``, unwrapping braces, then JSON, then Python."""
-        policy = self.policy
-        prefix: list[RepairKind] = []
-        if policy.wrapping_braces and text.startswith("{", start):
-            after = start + 1
-            while after < end and text[after].isspace():
-                after += 1
-            if text.startswith("{", after):
-                unwrapped = unwrap_braces(text[start:end])
-                if unwrapped is not None:
-                    start, end = start + unwrapped[0], start + unwrapped[1]
-                    prefix.append("wrapping_braces")
-        try:
-            read = read_object(text, start, policy)
-        except ReadError as error:
-            if not policy.python_literal:
-                raise
-            try:
-                read = read_object(text, start, policy, python=True)
-            except ReadError:
-                raise error from None
-        if read.end != end:
-            raise ReadError("unexpected text after the object", read.end)
-        read.repairs[:0] = prefix
-        return read
-
-    def objects(self, text: str, base: int | None, found: Scan) -> _Result:
-        """Decide from the top-level groups: one object (maybe in prose), none, or several."""
-        if found.broken is not None:
-            try:
-                self.group(text, found.broken, len(text))
-            except ReadError as error:
-                return self.refused_at(error, base)
-            return _Refused("not_json", "the brackets do not match", base)
-        objects = [(a, b) for a, b in found.groups if text[a] == "{"]
-        if not objects:
-            if found.groups == [(0, len(text))]:
-                return _Refused("wrong_type", "the arguments are an array, not an object", base)
-            return _Refused("not_json", "no JSON object found in the arguments", base)
-        accepted: list[tuple[int, int, Read]] = []
-        failed: list[tuple[int, ReadError]] = []
-        for start, end in objects:
-            try:
-                accepted.append((start, end, self.group(text, start, end)))
-            except ReadError as error:
-                # A group with a colon or a quote was meant as an object; ``{x}`` in prose was not.
-                if any(c in text[start:end] for c in ':"'):
-                    failed.append((start, error))
-        if len(accepted) > 1:
-            starts = ", ".join(str(a if base is None else base + a) for a, _, _ in accepted)
-            second = accepted[1][0] if base is None else base + accepted[1][0]
-            detail = f"found {len(accepted)} objects, at characters {starts}"
-            return _Refused("ambiguous", detail, second)
-        if failed or not accepted:
-            if failed:
-                return self.refused_at(failed[0][1], base)
-            return _Refused("not_json", "no JSON object found in the arguments", base)
-        start, end, read = accepted[0]
-        repairs = read.repairs
-        if start != 0 or end != len(text):
-            if not self.policy.prose:
-                where = end if start == 0 else 0
-                position = None if base is None else base + where
-                return _Refused("not_json", "text around the JSON object", position)
-            repairs.insert(0, "prose")
-        return _Accepted(read.value, repairs)
+# Stand for the strict decoding's error when the text was not decoded because it cannot be
+# JSON: it is not even a prefix of JSON, or it may be one (strict decoding would say so).
+_NOT_JSON = msgspec.DecodeError("the text is not JSON")
+_MAYBE_CUT = msgspec.DecodeError("the text is not JSON, or is cut short")
+# What may follow the ``{`` that starts a JSON object.
+_AFTER_BRACE = frozenset('"} \t\r\n')
 
 
 def _utf8_length_exceeds(raw: str, limit: int) -> bool:
@@ -292,75 +96,159 @@ def parse_arguments(
     that ends inside a string, object or array is rejected as ``truncated`` whatever the flag.
     ``arguments_form="object"`` means the provider sent an object that was serialized to
     ``raw``; it is reported as the ``object_form`` repair. Raises ``ConfigurationError`` only
-    for an invalid ``schema``.
+    for an unusable ``schema`` (compiled once per schema object, on the first call that
+    passes it), whatever the text.
     """
     length = len(raw)
     flagged = truncated is True
+    simple = schema is None and known_tools is None and arguments_form == "string"
     value: Any = _NOT_TRIED
+    error: Exception | None = None
     if length * 4 <= policy.max_bytes:
-        # The fast path: one C call and one struct for the common case.
-        try:
-            value = _decode(raw)
-        except _STRICT_FAILURES:
-            value = _NOT_DECODED
+        # The fast path: one C call and one struct for the common case. A text that cannot be
+        # JSON (its first or last character cannot start or end JSON: a fence, a marker, prose,
+        # nothing; or an object whose second character cannot follow ``{``, or that ends with
+        # a comma and a closer) is not decoded: that would only fail, at some cost.
+        if not length or raw[0] not in JSON_START or (
+            raw[0] == "{" and length > 1 and raw[1] not in _AFTER_BRACE
+        ):
+            error = _NOT_JSON  # not even a prefix of JSON
+        elif raw[-1] not in JSON_END or (raw[-2:] in (",}", ",]")):
+            error = _MAYBE_CUT  # maybe a prefix of JSON (cut inside a string)
         else:
-            if (
-                type(value) is dict
-                and schema is None
-                and known_tools is None
-                and arguments_form == "string"
-            ):
-                return Verdict(outcome="ok", arguments=value, raw_length=length, truncated=flagged)
-    result: _Result
-    if _utf8_length_exceeds(raw, policy.max_bytes):
+            try:
+                value = _decode(raw)
+            except _STRICT_FAILURES as failure:
+                error = failure.with_traceback(None)  # no cycle through this frame
+            else:
+                if simple and type(value) is dict:
+                    return Verdict(
+                        outcome="ok", arguments=value, raw_length=length, truncated=flagged
+                    )
+        if error is not None:
+            value = _NOT_DECODED
+            if simple:  # the common malformed call: nothing to check but the text
+                return _judge_malformed(raw, policy, error, tool, flagged, call_id)
+    checker: SchemaChecker | None = None
+    if schema is not None:
+        checker = schema if isinstance(schema, SchemaChecker) else checker_for(schema, tool=tool)
+    result: Result
+    if length * 4 > policy.max_bytes and _utf8_length_exceeds(raw, policy.max_bytes):
         detail = (
             f"the arguments are over {policy.max_bytes} bytes of UTF-8 "
             f"({length} characters); the limit is {policy.max_bytes} bytes"
         )
-        result = _Refused("too_large", detail, None)
+        result = Refused("too_large", detail, None)
     elif known_tools is not None and tool not in known_tools:
         names = ", ".join(sorted(known_tools)) or "none"
-        result = _Refused("unknown_tool", f"available tools: {names}", None)
+        result = Refused("unknown_tool", f"available tools: {names}", None)
     else:
-        result = _judge(raw, policy, arguments_form, value)
-        if isinstance(result, _Accepted) and schema is not None:
-            result = _check_schema(result, schema, policy)
-    return _verdict(result, raw, tool=tool, flagged=flagged, call_id=call_id)
+        if value is _NOT_TRIED:
+            try:
+                value = _decode(raw)
+            except _STRICT_FAILURES as failure:
+                value = _NOT_DECODED
+                error = failure.with_traceback(None)  # no cycle through this frame
+        if arguments_form == "object":
+            result = _judge_object_form(raw, policy, value, error)
+        elif error is not None:
+            result = _judge_text(raw, policy, error)
+        else:
+            result = Layers(raw, policy).decoded(value, 0, 0)
+        if checker is not None and type(result) is Accepted:
+            result = _check_schema(result, checker, policy)
+    return _verdict(result, raw, tool, flagged, call_id)
 
 
-def _judge(raw: str, policy: Policy, arguments_form: str, value: Any) -> _Result:
-    """Run the parsing layers over ``raw`` (``value``: its strict decoding, if already tried)."""
-    judge = _Judge(raw, policy)
-    if value is _NOT_TRIED:
-        try:
-            value = _decode(raw)
-        except _STRICT_FAILURES:
-            value = _NOT_DECODED
-    if arguments_form == "object":
-        if not policy.object_form:
-            return _Refused(
-                "wrong_type", "the arguments arrived as an object, not as a JSON string", None
+def _judge_malformed(
+    raw: str, policy: Policy, error: Exception, tool: str, flagged: bool, call_id: str | None
+) -> Verdict:
+    """The verdict on text that strict decoding rejected (or skipped), with nothing else to check.
+
+    Its two most common shapes are judged here without the layers: no text (``empty``), and
+    one object spanning the text that the reader reads to its end (token repairs). Such a
+    read is the whole answer unless the text may be a prefix of strict JSON, which only a key
+    closed by the wrong quote allows (see ``_layers``): then the layers decide.
+    """
+    length = len(raw)
+    if policy.empty and (not length or raw.isspace()):
+        return Verdict(
+            outcome="repaired", arguments={}, repairs=("empty",), raw_length=length,
+            truncated=flagged,
+        )  # fmt: skip
+    direct: Read | ReadError | None = None
+    if length and raw[0] == "{" and raw[-1] == "}":
+        if error is _NOT_JSON or error is _MAYBE_CUT:
+            readable = raw.isascii() or _LONE_SURROGATE.search(raw) is None  # else: refused
+        else:
+            readable = type(error) is msgspec.DecodeError and str(error) != TRUNCATED_MESSAGE
+        if readable:
+            direct = read_group(raw, 0, length, policy)
+            if (
+                type(direct) is Read
+                and direct.end == length
+                and not (error is _MAYBE_CUT and "single_quoted_keys" in direct.repairs)
+            ):
+                repairs = direct.repairs
+                return Verdict(
+                    outcome="repaired" if repairs else "ok",
+                    arguments=direct.value,
+                    repairs=tuple(repairs),
+                    raw_length=length,
+                    truncated=flagged,
+                )
+    return _verdict(_judge_text(raw, policy, error, direct), raw, tool, flagged, call_id)
+
+
+def _judge_text(
+    raw: str, policy: Policy, error: Exception, direct: Read | ReadError | None = None
+) -> Result:
+    """Run the parsing layers over ``raw``, which strict decoding rejected with ``error``.
+
+    ``direct`` is the read of the object at the start of ``raw``, when the caller tried it.
+    """
+    kind = type(error)
+    # msgspec encodes to UTF-8 first, so a lone surrogate is a UnicodeEncodeError; a text that
+    # was not decoded at all is searched.
+    if (kind is UnicodeEncodeError or error is _NOT_JSON or error is _MAYBE_CUT) and not (
+        raw.isascii()  # O(1): no surrogate in an ASCII text
+    ):
+        surrogate = _LONE_SURROGATE.search(raw)
+        if surrogate is not None:
+            position = surrogate.start()
+            detail = (
+                f"the text holds a lone surrogate (U+{ord(surrogate.group()):04X}) at "
+                f"{line_column(raw, position)}, which is not valid Unicode"
             )
-        if type(value) is dict:
-            return _Accepted(value, ["object_form"])
-        result = judge.decoded(value, 0, False) if value is not _NOT_DECODED else None
-        return _with("object_form", result or judge.text(raw, 0, nested=False, decoded=True))
-    if value is not _NOT_DECODED:
-        return judge.decoded(value, 0, False)
-    surrogate = _LONE_SURROGATE.search(raw)
-    if surrogate is not None:
-        position = surrogate.start()
-        detail = (
-            f"the text holds a lone surrogate (U+{ord(surrogate.group()):04X}) at "
-            f"{_line_column(raw, position)}, which is not valid Unicode"
-        )
-        return _Refused("not_json", detail, position)
-    return judge.text(raw, 0, nested=False, decoded=True)
+            return Refused("not_json", detail, position)
+    strict = STRICT_FAILED
+    if error is _MAYBE_CUT:
+        strict = STRICT_UNTRIED
+    elif kind is msgspec.DecodeError and str(error) == TRUNCATED_MESSAGE:
+        strict = STRICT_TRUNCATED
+    return Layers(raw, policy).text(raw, 0, 0, strict, direct)
 
 
-def _check_schema(result: _Accepted, schema: ToolSchema, policy: Policy) -> _Result:
+def _judge_object_form(raw: str, policy: Policy, value: Any, error: Exception | None) -> Result:
+    """The provider sent an object (serialized to ``raw``): reported as ``object_form``."""
+    if not policy.object_form:
+        detail = "the arguments arrived as an object, not as a JSON string"
+        return Refused("wrong_type", detail, None)
+    if type(value) is dict:
+        return Accepted(value, ["object_form"])
+    if error is None:
+        return _with_object_form(Layers(raw, policy).decoded(value, 0, 0))
+    return _with_object_form(_judge_text(raw, policy, error))
+
+
+def _with_object_form(result: Result) -> Result:
+    if type(result) is Accepted:
+        result.repairs.insert(0, "object_form")
+    return result
+
+
+def _check_schema(result: Accepted, checker: SchemaChecker, policy: Policy) -> Result:
     """Validate accepted arguments; unwrap an ``envelope`` only when that alone makes them valid."""
-    checker = schema if isinstance(schema, SchemaChecker) else checker_for(schema)
     problems = checker.problems(result.arguments)
     if not problems:
         return result
@@ -373,28 +261,28 @@ def _check_schema(result: _Accepted, schema: ToolSchema, policy: Policy) -> _Res
             and not checker.declares(key)
             and not checker.problems(inner)
         ):
-            return _Accepted(inner, [*result.repairs, "envelope"])
-    return _Refused("schema", "\n".join(problems), None)
+            return Accepted(inner, [*result.repairs, "envelope"])
+    return Refused("schema", "\n".join(problems), None)
 
 
-def _verdict(
-    result: _Result, raw: str, *, tool: str, flagged: bool, call_id: str | None
-) -> Verdict:
+def _verdict(result: Result, raw: str, tool: str, flagged: bool, call_id: str | None) -> Verdict:
     """Turn a layer result into the public verdict (with its message when rejected)."""
     length = len(raw)
-    if isinstance(result, _Accepted):
+    if type(result) is Accepted:
+        repairs = result.repairs
         return Verdict(
-            outcome="repaired" if result.repairs else "ok",
+            outcome="repaired" if repairs else "ok",
             arguments=result.arguments,
-            repairs=tuple(result.repairs),
+            repairs=tuple(repairs),
             raw_length=length,
             truncated=flagged,
         )
+    assert type(result) is Refused
     reason = result.reason
     detail = result.detail
     if flagged and reason == "not_json":
         reason = "truncated"
-        detail = f"the stream stopped at the output-token limit; the text does not parse: {detail}"
+        detail = f"the stream shows the call was cut off; the text does not parse: {detail}"
     verdict = Verdict(
         outcome="rejected",
         arguments=None,

@@ -9,8 +9,10 @@ two helpers here for Python's string escapes and keywords; nothing is ever passe
 ``filterwarnings = error`` turns those into failures).
 
 Not accepted: tuples, sets, bytes, string prefixes (``r''``, ``f''``), implicit string
-concatenation, comments, non-string keys, ``true``/``null`` mixed in: those are not both a
-Python literal and a JSON-compatible value, so they have no single reading.
+concatenation, comments, non-string keys, bare names as keys, ``true``/``null`` mixed in: those
+are not both a Python literal and a JSON-compatible value, so they have no single reading.
+A raw line feed inside a string is read (and reported as ``control_chars`` by the reader):
+Python rejects it, but it can only mean a line feed.
 """
 
 from __future__ import annotations
@@ -24,10 +26,16 @@ __all__ = ["PYTHON_KEYWORDS", "PythonStringError", "read_python_string"]
 #: Python's spelling of the JSON keywords.
 PYTHON_KEYWORDS: dict[str, Any] = {"True": True, "False": False, "None": None}
 
-# A Python single-line string: no raw newline inside, backslash-newline is a continuation.
+# A Python string literal on one line; a line feed after a backslash is a line continuation.
 _PYTHON_STRING = {
-    "'": re.compile(r"'((?:[^'\\\n]++|\\.)*+)'", re.DOTALL),
-    '"': re.compile(r'"((?:[^"\\\n]++|\\.)*+)"', re.DOTALL),
+    "'": re.compile(r"'([^'\\\n]*+(?:\\.[^'\\\n]*+)*+)'", re.DOTALL),
+    '"': re.compile(r'"([^"\\\n]*+(?:\\.[^"\\\n]*+)*+)"', re.DOTALL),
+}
+# The same literal with raw line feeds inside, which Python rejects but which can only mean
+# themselves (the ``control_chars`` repair).
+_PYTHON_STRING_LINES = {
+    "'": re.compile(r"'([^'\\]*+(?:\\.[^'\\]*+)*+)'", re.DOTALL),
+    '"': re.compile(r'"([^"\\]*+(?:\\.[^"\\]*+)*+)"', re.DOTALL),
 }
 _ESCAPE = re.compile(
     r"\\(?:(?P<simple>[\\'\"abfnrtv\n])|(?P<octal>[0-7]{1,3})|x(?P<hex>[0-9a-fA-F]{2})"
@@ -44,24 +52,30 @@ class PythonStringError(ValueError):
     """The text at the index is not a complete Python string literal."""
 
 
-def read_python_string(text: str, index: int) -> tuple[str, int]:
-    """Read the Python string literal (``'...'`` or ``"..."``) at ``index``.
+def read_python_string(text: str, index: int, end: int | None = None) -> tuple[str, int, bool]:
+    """Read the Python string literal (``'...'`` or ``"..."``) at ``index``, not past ``end``.
 
-    Returns its value and the index after it. Escapes follow Python exactly: ``\\n``, ``\\'``,
-    octal, ``\\xhh``, ``\\uXXXX``, ``\\UXXXXXXXX``, ``\\N{name}``; an unknown escape such as
-    ``\\d`` keeps its backslash, as Python does. Triple-quoted strings and raw newlines are
-    rejected (``PythonStringError``).
+    Returns its value, the index after it, and whether it held a raw line feed (not valid
+    Python; the caller decides whether the ``control_chars`` repair may keep it). Escapes
+    follow Python exactly: ``\\n``, ``\\'``, octal, ``\\xhh``, ``\\uXXXX``, ``\\UXXXXXXXX``,
+    ``\\N{name}``; an unknown escape such as ``\\d`` keeps its backslash, as Python does.
+    Triple-quoted strings and strings never closed raise ``PythonStringError``.
     """
+    stop = len(text) if end is None else end
     quote = text[index]
-    if text.startswith(quote * 3, index):
+    if text.startswith(quote * 3, index, stop):
         raise PythonStringError("triple-quoted strings are not read")
-    match = _PYTHON_STRING[quote].match(text, index)
+    line_feed = False
+    match = _PYTHON_STRING[quote].match(text, index, stop)
     if match is None:
-        raise PythonStringError("the string is not closed on its line")
+        match = _PYTHON_STRING_LINES[quote].match(text, index, stop)
+        if match is None:
+            raise PythonStringError("the string is not closed")
+        line_feed = True
     body = match.group(1)
     if "\\" not in body:
-        return body, match.end()
-    return _ESCAPE.sub(_unescape, body), match.end()
+        return body, match.end(), line_feed
+    return _ESCAPE.sub(_unescape, body), match.end(), line_feed
 
 
 def _unescape(match: re.Match[str]) -> str:

@@ -4,6 +4,11 @@ Validators are compiled once per schema object and cached (by identity, bounded)
 building a ``jsonschema`` validator costs far more than validating one small object: the hot
 path must not rebuild them. Schemas are treated as immutable once used. Every error becomes one
 line ``<json path>: <what is wrong>``, sorted, so that messages are deterministic.
+
+A schema that cannot be used (not a JSON Schema, a dialect jsonschema does not know, a ``$ref``
+that points nowhere or to another document) is a ``ConfigurationError`` naming the tool, raised
+when the schema is compiled; no ``jsonschema`` or ``referencing`` exception ever leaves here,
+and no reference is ever fetched (see ``_schema_refs``).
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ import jsonschema
 import pydantic
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
+from referencing.exceptions import Unresolvable
 
 from ..pipeline.errors import ConfigurationError
+from ._schema_refs import OFFLINE_REGISTRY, bad_reference
 
 __all__ = ["MAX_SCHEMA_ERRORS", "SchemaChecker", "checker_for", "json_path"]
 
@@ -112,12 +119,22 @@ def _pydantic_lines(error: pydantic.ValidationError) -> list[tuple[str, str]]:
     return lines
 
 
+def _whose(tool: str | None) -> str:
+    return "a tool schema" if tool is None else f"the schema of tool {tool!r}"
+
+
 class SchemaChecker:
-    """A compiled check for one tool's parameters: a JSON Schema or a pydantic model."""
+    """A compiled check for one tool's parameters: a JSON Schema or a pydantic model.
 
-    __slots__ = ("json_schema", "model", "validator")
+    ``tool`` only names the tool in a ``ConfigurationError`` raised while compiling.
+    """
 
-    def __init__(self, schema: Mapping[str, Any] | type[pydantic.BaseModel]) -> None:
+    __slots__ = ("json_schema", "model", "tool", "validator")
+
+    def __init__(
+        self, schema: Mapping[str, Any] | type[pydantic.BaseModel], *, tool: str | None = None
+    ) -> None:
+        self.tool = tool
         self.model: type[pydantic.BaseModel] | None = None
         self.validator: Validator | None = None
         if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
@@ -126,17 +143,11 @@ class SchemaChecker:
             return
         if not isinstance(schema, Mapping):
             raise ConfigurationError(
-                f"a tool schema must be a JSON Schema dict or a pydantic model, not {schema!r}"
+                f"{_whose(tool)} must be a JSON Schema object or a pydantic model, "
+                f"not {type(schema).__name__} {schema!r:.80}"
             )
         self.json_schema = dict(schema)
-        cls = jsonschema.validators.validator_for(
-            self.json_schema, default=jsonschema.Draft202012Validator
-        )
-        try:
-            cls.check_schema(self.json_schema)
-        except SchemaError as error:
-            raise ConfigurationError(f"invalid JSON Schema: {error.message}") from error
-        self.validator = cls(self.json_schema)
+        self.validator = _compile(self.json_schema, tool)
 
     def declares(self, name: str) -> bool:
         """True when the parameters declare a property called ``name``."""
@@ -160,6 +171,10 @@ class SchemaChecker:
                     pairs.extend(_jsonschema_lines(problem))
         except RecursionError:
             return ["$: the arguments are nested too deeply to validate"]
+        except Unresolvable as error:  # compiling checks every reference; never expected
+            raise ConfigurationError(
+                f"{_whose(self.tool)} has a $ref that cannot be resolved: {error}"
+            ) from None
         lines = sorted(f"{path}: {problem}" for path, problem in pairs)
         if len(lines) > MAX_SCHEMA_ERRORS:
             rest = len(lines) - MAX_SCHEMA_ERRORS
@@ -167,12 +182,37 @@ class SchemaChecker:
         return lines
 
 
-def checker_for(schema: Mapping[str, Any] | type[pydantic.BaseModel]) -> SchemaChecker:
-    """The compiled checker for ``schema``, built once per schema object."""
+def _compile(schema: dict[str, Any], tool: str | None) -> Validator:
+    """A validator for a JSON Schema, or ``ConfigurationError`` saying why there is none."""
+    try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    except jsonschema.exceptions.UnknownType as error:  # pragma: no cover - defensive
+        raise ConfigurationError(f"{_whose(tool)} is not a JSON Schema: {error}") from None
+    try:
+        cls.check_schema(schema)
+    except SchemaError as error:
+        where = json_path([p for p in error.absolute_path if isinstance(p, str | int)])
+        raise ConfigurationError(
+            f"{_whose(tool)} is not a valid JSON Schema: {where}: {error.message}"
+        ) from None
+    problem = bad_reference(schema, cls)
+    if problem is not None:
+        raise ConfigurationError(f"{_whose(tool)} cannot be used: {problem}")
+    validator: Validator = cls(schema, registry=OFFLINE_REGISTRY)
+    return validator
+
+
+def checker_for(
+    schema: Mapping[str, Any] | type[pydantic.BaseModel], *, tool: str | None = None
+) -> SchemaChecker:
+    """The compiled checker for ``schema``, built once per schema object.
+
+    ``tool`` names the tool in the ``ConfigurationError`` raised for an unusable schema.
+    """
     entry = _cache.get(id(schema))
     if entry is not None and entry[0] is schema:
         return entry[1]
-    checker = SchemaChecker(schema)
+    checker = SchemaChecker(schema, tool=tool)
     if len(_cache) >= _CACHE_SIZE:
         try:
             _cache.pop(next(iter(_cache)), None)

@@ -93,7 +93,7 @@ class ToolSpec:
     def from_definition(cls, definition: object) -> ToolSpec:
         """Build a spec from any definition :func:`tool_schema_from` accepts."""
         name, schema = tool_schema_from(definition)
-        checker = SchemaChecker(schema)
+        checker = SchemaChecker(schema, tool=name)
         return cls(name, checker.json_schema, checker.model, checker)
 
 

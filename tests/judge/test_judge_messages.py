@@ -19,8 +19,22 @@ RETRY = (
 
 
 def test_truncated() -> None:
+    # The text alone shows the call is cut, not why: no claim about the token limit.
     raw = '{"path": "a.rs", "old": "x'
     assert parse_arguments(raw, tool="edit", call_id="call_1").message == (
+        "Tool call `edit` (id call_1): its arguments end after 26 characters, before the call "
+        "was complete, so it was not run. Why it stopped is not known.\n"
+        "The arguments end inside a string.\n"
+        'Received (26 characters): {"path": "a.rs", "old": "x\n'
+        "Call `edit` again with the complete arguments."
+    )
+
+
+def test_truncated_at_the_token_limit() -> None:
+    raw = '{"path": "a.rs", "old": "x'
+    verdict = parse_arguments(raw, tool="edit", call_id="call_1")
+    assert render_message(verdict, tool="edit", raw=raw, call_id="call_1",
+                          cut_by="token_limit") == (
         "Tool call `edit` (id call_1): it was cut off at the output-token limit after 26 "
         "characters, so it was not run.\n"
         "The arguments end inside a string.\n"
@@ -30,11 +44,12 @@ def test_truncated() -> None:
 
 def test_truncated_by_the_stream() -> None:
     assert parse_arguments('{"a": 1]', tool="t", truncated=True).message == (
-        "Tool call `t`: it was cut off at the output-token limit after 8 characters, "
-        "so it was not run.\n"
-        "The stream stopped at the output-token limit; the text does not parse: expected ',' or "
+        "Tool call `t`: its arguments end after 8 characters, before the call was complete, "
+        "so it was not run. Why it stopped is not known.\n"
+        "The stream shows the call was cut off; the text does not parse: expected ',' or "
         "'}' but found ']' at line 1, column 8.\n"
-        'Received (8 characters): {"a": 1]\n' + RETRY
+        'Received (8 characters): {"a": 1]\n'
+        "Call `t` again with the complete arguments."
     )
 
 

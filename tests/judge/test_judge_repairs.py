@@ -8,7 +8,12 @@ from toolwire.judge import DEFAULT_POLICY, STRICT_POLICY, Policy, parse_argument
 from toolwire.judge._python_literal import PythonStringError, read_python_string
 from toolwire.judge._reader import ReadError, read_object
 from toolwire.judge._scan import scan
-from toolwire.judge._text_repairs import strip_fence, strip_template_markers, unwrap_braces
+from toolwire.judge._text_repairs import (
+    close_wrapping,
+    open_wrapping,
+    strip_fence,
+    strip_template_markers,
+)
 from toolwire.judge._token_repairs import (
     escape_control_chars,
     escape_invalid_backslashes,
@@ -16,7 +21,6 @@ from toolwire.judge._token_repairs import (
     read_mismatched_key,
     read_quote_token_string,
     read_single_quoted_key,
-    skip_trailing_comma,
 )
 
 
@@ -47,19 +51,20 @@ def test_strip_fence() -> None:
     assert strip_fence('{"a": "```"}') is None
 
 
-def test_unwrap_braces() -> None:
+def test_wrapping_braces() -> None:
     text = '{{"a":1}}'
-    span = unwrap_braces(text)
-    assert span is not None
-    assert text[span[0] : span[1]] == '{"a":1}'
-    assert span[2] == 1
-    text = "{{{{tool:1}}}}"
-    span = unwrap_braces(text)
-    assert span is not None
-    assert (text[span[0] : span[1]], span[2]) == ("{tool:1}", 3)
-    assert unwrap_braces('{{"a":1}, "b": 2}') is None
-    assert unwrap_braces('{"a":{"b":1}}') is None
-    assert unwrap_braces('{{note:"see {ref:1}"}}') is not None
+    assert open_wrapping(text, 0, len(text)) == (1, 1)
+    assert close_wrapping(text, 8, len(text), 1) == 9
+    text = "{ {\n{{tool:1}}}}"
+    assert open_wrapping(text, 0, len(text)) == (3, 5)
+    assert open_wrapping('{"a":{"b":1}}', 0, 13) == (0, 0)
+    assert close_wrapping('{{"a":1}, "b": 2}', 8, 17, 1) is None
+    too_deep = "{" * 18 + "}" * 18
+    assert open_wrapping(too_deep, 0, len(too_deep)) == (0, 0)
+    read = read_object('{{note:"see {ref:1}"}}', 0, DEFAULT_POLICY)
+    assert (read.value, read.repairs) == ({"note": "see {ref:1}"}, ["wrapping_braces", "bare_keys"])
+    with pytest.raises(ReadError, match=r"found '\{'"):
+        read_object('{{"a":1}, "b": 2}', 0, DEFAULT_POLICY)
 
 
 # -- token repairs ------------------------------------------------------------------------------
@@ -83,6 +88,9 @@ def test_read_mismatched_key() -> None:
     assert read_mismatched_key(text, 0) == ("parameters", 13)
     assert read_mismatched_key("'city\":1", 0) == ("city", 7)
     assert read_mismatched_key('"a":1', 0) is None
+    assert read_mismatched_key("\"it's a key' :1", 0) == ("it's a key", 14)
+    assert read_mismatched_key("\"a\nb':1", 0) is None  # never across a line
+    assert read_mismatched_key("\"a':1", 0, 3) is None  # never past the end given
 
 
 def test_read_quote_token_string() -> None:
@@ -92,10 +100,15 @@ def test_read_quote_token_string() -> None:
     assert read_quote_token_string("<b>", 0) is None
 
 
-def test_skip_trailing_comma() -> None:
-    assert skip_trailing_comma('{"a":1, }', 7, "}") == 8
-    assert skip_trailing_comma('{"a":1, "b":2}', 7, "}") is None
-    assert skip_trailing_comma("[1,,]", 3, "]") is None
+def test_trailing_commas() -> None:
+    read = read_object('{"a": [1, ], "b": {"c": 2,},\n}', 0, DEFAULT_POLICY)
+    assert (read.value, read.repairs) == ({"a": [1], "b": {"c": 2}}, ["trailing_commas"])
+    for two_commas in ("[1,,]", "{,}", '{"a": 1,,}'):
+        with pytest.raises(ReadError):
+            read_object('{"x": ' + two_commas + "}", 0, DEFAULT_POLICY)
+    with pytest.raises(ReadError, match="trailing comma") as info:
+        read_object('{"a": 1 , }', 0, DEFAULT_POLICY.without("trailing_commas"))
+    assert info.value.position == 8
 
 
 def test_escape_control_chars() -> None:
@@ -110,13 +123,17 @@ def test_escape_invalid_backslashes() -> None:
 
 
 def test_read_python_string() -> None:
-    assert read_python_string("'it\\'s'", 0) == ("it's", 7)
-    assert read_python_string("'\\x41\\n\\d'", 0) == ("A\n\\d", 10)
-    assert read_python_string('"\\N{BULLET}"', 0) == ("\u2022", 12)
+    assert read_python_string("'it\\'s'", 0) == ("it's", 7, False)
+    assert read_python_string("'\\x41\\n\\d'", 0) == ("A\n\\d", 10, False)
+    assert read_python_string('"\\N{BULLET}"', 0) == ("\u2022", 12, False)
+    assert read_python_string("'a\\\nb'", 0) == ("ab", 6, False)  # a line continuation
+    assert read_python_string("'a\nb'", 0) == ("a\nb", 5, True)  # a raw line feed: reported
     with pytest.raises(PythonStringError):
-        read_python_string("'a\nb'", 0)
+        read_python_string("'a\nb", 0)
     with pytest.raises(PythonStringError):
         read_python_string("'''a'''", 0)
+    with pytest.raises(PythonStringError):
+        read_python_string("'ab'", 0, 3)  # never past the end given
 
 
 def test_read_object_records_repairs_in_text_order() -> None:
@@ -149,8 +166,8 @@ def test_read_object_end_of_text_is_flagged() -> None:
 
 
 def test_scan() -> None:
-    found = scan('Use {x} then {"path":"a"}')
-    assert found.groups == [(4, 7), (13, 25)]
+    found = scan('Use {x} then {"path":"a"} or [x] or { }')
+    assert found.groups == [(13, 25), (29, 32), (36, 39)]  # {x} is prose: it is not reported
     assert found.unterminated is None
     assert scan('{"a": "it\'s').unterminated == "string"
     assert scan("I can't do it").unterminated is None

@@ -172,3 +172,90 @@ def test_toolset() -> None:
     assert tools.get("nope") is None
     with pytest.raises(ConfigurationError):
         Toolset([ReadFile, ReadFile])
+
+
+# -- schemas that cannot be used: a ConfigurationError naming the tool, when compiled ----------
+
+UNUSABLE: dict[str, Any] = {
+    "dangling $ref": {"type": "object", "properties": {"a": {"$ref": "#/definitions/missing"}}},
+    "remote $ref": {"$ref": "https://example.com/schema.json"},
+    "$ref to another document": {"properties": {"a": {"$ref": "other.json#/x"}}},
+    "$ref to a missing anchor": {"$ref": "#nowhere"},
+    "$ref to a non-schema": {"required": ["a"], "$ref": "#/required/0"},
+    "dangling $dynamicRef": {"$dynamicRef": "#meta"},
+    "draft-07 dangling $ref": {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "properties": {"n": {"$ref": "#/definitions/zz"}},
+    },
+    "not a JSON Schema": {"type": 12},
+    "invalid pattern": {"properties": {"a": {"pattern": "("}}},
+}
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record (and refuse) any attempt to fetch a URL: a schema is never fetched."""
+    import urllib.request
+
+    fetched: list[str] = []
+
+    def refuse(request: Any, *args: Any, **kwargs: Any) -> Any:
+        fetched.append(str(getattr(request, "full_url", request)))
+        raise AssertionError("toolwire tried to fetch a schema")
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    return fetched
+
+
+@pytest.mark.parametrize("name", UNUSABLE)
+def test_unusable_schema_at_parse_arguments(name: str, no_network: list[str]) -> None:
+    schema = UNUSABLE[name]
+    for raw in ('{"a": "x"}', "[1]", "not json"):  # whatever the text, even a rejected one
+        with pytest.raises(ConfigurationError, match="'read'") as info:
+            parse_arguments(raw, tool="read", schema=dict(schema))
+        assert type(info.value) is ConfigurationError
+        assert info.value.__cause__ is None
+        assert "\n" not in str(info.value)
+    assert no_network == []
+
+
+@pytest.mark.parametrize("name", UNUSABLE)
+def test_unusable_schema_at_toolset_construction(name: str, no_network: list[str]) -> None:
+    definition = {"name": "search", "parameters": UNUSABLE[name]}
+    with pytest.raises(ConfigurationError, match="'search'"):
+        ToolSpec.from_definition(definition)
+    with pytest.raises(ConfigurationError, match="'search'"):
+        Toolset([definition])
+    assert no_network == []
+
+
+def test_dangling_and_remote_refs_are_named() -> None:
+    with pytest.raises(ConfigurationError, match="'#/definitions/missing' points to nothing"):
+        parse_arguments("{}", tool="t", schema=UNUSABLE["dangling $ref"])
+    with pytest.raises(ConfigurationError, match="never fetches"):
+        parse_arguments("{}", tool="t", schema=UNUSABLE["remote $ref"])
+
+
+def test_resolvable_refs_still_validate(no_network: list[str]) -> None:
+    local = {
+        "type": "object",
+        "properties": {"item": {"$ref": "#/$defs/item"}},
+        "$defs": {"item": {"type": "object", "required": ["id"]}},
+    }
+    assert parse_arguments('{"item": {"id": 1}}', tool="t", schema=local).outcome == "ok"
+    assert parse_arguments('{"item": {}}', tool="t", schema=local).reason == "schema"
+    embedded = {
+        "$id": "https://tools.test/root.json",
+        "properties": {"a": {"$ref": "other.json"}},
+        "$defs": {"o": {"$id": "other.json", "type": "string"}},
+    }
+    assert parse_arguments('{"a": 1}', tool="t", schema=embedded).reason == "schema"
+    # The official meta-schemas are known offline.
+    meta = {"properties": {"s": {"$ref": "https://json-schema.org/draft/2020-12/schema"}}}
+    assert parse_arguments('{"s": {"type": "string"}}', tool="t", schema=meta).outcome == "ok"
+    assert no_network == []
+
+
+def test_schema_that_is_not_an_object() -> None:
+    with pytest.raises(ConfigurationError, match="'t'"):
+        parse_arguments("{}", tool="t", schema=[1, 2])  # type: ignore[arg-type]
