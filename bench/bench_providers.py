@@ -179,7 +179,7 @@ class _Call(msgspec.Struct):
 
 
 class _Part(msgspec.Struct):
-    functionCall: _Call | None = None  # noqa: N815  (the wire's name)
+    functionCall: _Call | None = None
 
 
 class _Content(msgspec.Struct):

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import toolwire
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters"))
-from test_same_turn_every_format import FORMATS  # noqa: E402
+from test_same_turn_every_format import FORMATS
 
 pytestmark = pytest.mark.anyio
 
