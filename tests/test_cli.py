@@ -298,3 +298,19 @@ def test_check_on_an_ascii_output_is_json_of_the_exact_arguments() -> None:
     code, out, err = run_with_ascii_output("check", "--tool", "write", stdin=raw)
     assert (code, err) == (0, "")
     assert json.loads(out)["arguments"] == NAIVE
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"<html><body><h1>502 Bad Gateway</h1></body></html>", b'{"error": {"message": "no"}}', b""],
+)
+def test_replay_of_a_body_that_is_no_stream_exits_1(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, body: bytes
+) -> None:
+    path = tmp_path / "body.sse"
+    path.write_bytes(body)
+    code, out, err = run(capsys, "replay", str(path))
+    assert (code, out) == (1, "")
+    assert "is not a readable openai-chat stream" in err
+    assert "truncated" not in err
+    assert len(err.strip().splitlines()) == 1
