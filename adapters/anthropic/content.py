@@ -76,7 +76,12 @@ class ContentReader:
             out.append(ReasoningDelta(text=head.thinking))
 
     def delta(self, event: StreamEvent, out: list[Event], raw: object) -> None:
-        """``content_block_delta``: a piece of text, reasoning, signature or call input."""
+        """``content_block_delta``: a piece of text, reasoning, signature or call input.
+
+        Its two commonest cases (``input_json_delta`` for an open ``tool_use`` block,
+        ``text_delta`` for a ``text`` block) are inlined in ``AnthropicMapper._framed``: a change
+        here goes there too.
+        """
         index, delta = event.index, event.delta
         block = self._record.by_index.get(index) if index is not None else None
         if delta is None:

@@ -26,6 +26,11 @@ here come from the recordings in ``shared/fixtures/streams/anthropic/``:
   and never opened as calls, so they are never judged or dispatched.
 - ``event: error`` (``overloaded_error`` mid-stream, ``error_overloaded_mid_stream.derived.sse``)
   is fatal: the turn ends in ``error`` there, with the error's type as the code.
+
+Cost: every event is named, so runs of events are framed in bulk (:mod:`.framing`) and the
+commonest event, one more ``input_json_delta`` or ``text_delta`` piece for the block being
+written, is handled inline (``_framed``); everything else takes the general path, with the same
+result (``tests/adapters/test_anthropic_fast_path.py`` compares the two).
 """
 
 from __future__ import annotations
@@ -34,13 +39,14 @@ from typing import Any
 
 import msgspec
 
-from ...pipeline.events import Event, ProviderContent, ProviderError, ResponseInfo, Usage
+from ...pipeline.events import Event, ProviderContent, ProviderError, ResponseInfo, TextDelta, Usage
 from ...pipeline.mapper import MapperSettings, cap_text
 from ...pipeline.stream_state import StreamState
 from ..frame_errors import overflow_error
-from ..sse import FrameOverflow, SSEDecoder, SSEMessage
+from ..sse import FrameOverflow, SSEMessage
 from .blocks import ContentRecord
 from .content import ContentReader
+from .framing import EventFramer, event_name
 from .wire import (
     LENGTH_STOP_REASONS,
     ErrorBody,
@@ -63,7 +69,7 @@ class AnthropicMapper:
     provider_name = "anthropic"
 
     def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
-        self._sse = SSEDecoder()
+        self._framer = EventFramer()
         self._state = StreamState(settings)
         self._facts = self._state.facts
         self._record = ContentRecord()
@@ -94,8 +100,11 @@ class AnthropicMapper:
     def feed_bytes(self, data: bytes) -> list[Event]:
         """Take the next bytes of an SSE body."""
         out: list[Event] = []
-        for message in self._sse.feed(data):
+        messages, event_lines, payloads = self._framer.feed(data)
+        for message in messages:
             self._message(message, out)
+        if payloads:
+            self._framed(event_lines, payloads, out)
         return out
 
     def feed_object(self, chunk: object) -> list[Event]:
@@ -122,9 +131,9 @@ class AnthropicMapper:
     def finish(self, *, failed: bool = False) -> list[Event]:
         """The source ended: flush the decoder, close open calls, decide the finish."""
         out: list[Event] = []
-        for message in self._sse.finish():
+        for message in self._framer.finish():
             self._message(message, out)
-        sse = self._sse
+        sse = self._framer.decoder
         if not (self._object_source or self._state.ended or failed or sse.saw_field):
             # Not one SSE line: an HTML error page, a JSON error body, an empty 200.
             self._state.not_a_stream(
@@ -167,6 +176,52 @@ class AnthropicMapper:
         if event.type is None and message.event is not None:
             event.type = message.event.decode("utf-8", "replace")
         self._event(event, out, data)
+
+    def _framed(self, event_lines: list[bytes], payloads: list[bytes], out: list[Event]) -> None:
+        """The events :class:`.EventFramer` framed: ``_message`` for each, the commonest inline.
+
+        Most events of a turn are one more piece of the block being written: an
+        ``input_json_delta`` for an open ``tool_use`` block, a ``text_delta`` for a ``text``
+        block. Those are handled here exactly as :meth:`.ContentReader.delta` handles them; every
+        other event (and any payload the typed decode refuses) takes the general path.
+        """
+        state = self._state
+        if state.ended:
+            return
+        decode = decode_event
+        by_index = self._record.by_index
+        append_to = self._state.calls.append_to
+        for number, payload in enumerate(payloads):
+            try:
+                event = decode(payload)
+            except msgspec.MsgspecError:
+                # The general path says what is wrong (or reads an error event that is not JSON).
+                self._message(SSEMessage(event_name(event_lines[number]), payload), out)
+                if state.ended:
+                    return
+                continue
+            if event.type == "content_block_delta":
+                delta, index = event.delta, event.index
+                block = by_index.get(index) if index is not None else None
+                if delta is not None and block is not None:
+                    dtype = delta.type
+                    if dtype == "input_json_delta":
+                        piece, call = delta.partial_json, block.call
+                        if piece is not None and call is not None and not block.stopped:
+                            append_to(out, call, piece)
+                            continue
+                    elif dtype == "text_delta" and block.kind == "text":
+                        text = delta.text
+                        if text is not None:
+                            block.pieces.append(text)
+                            if text:
+                                out.append(TextDelta(text=text))
+                            continue
+            elif event.type is None:
+                event.type = event_name(event_lines[number]).decode("utf-8", "replace")
+            self._event(event, out, payload)
+            if state.ended:
+                return
 
     def _event(self, event: StreamEvent, out: list[Event], raw: object) -> None:
         kind = event.type

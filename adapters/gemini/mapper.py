@@ -25,7 +25,9 @@ The wire, as recorded in ``shared/fixtures/streams/gemini/``:
   ``MALFORMED_FUNCTION_CALL`` becomes one synthesized, rejected call;
 - ``{"error": {...}}`` in band: a fatal ProviderError, and the end of the stream.
 
-Only candidate 0 is read: toolwire judges one model turn per stream.
+Only candidate 0 is read: toolwire judges one model turn per stream. While the answer is text,
+each payload is first decoded as a :class:`~.wire.TextChunk` (one text part, nothing else) and
+read in a few steps in :meth:`GeminiMapper.feed_bytes`; any other chunk takes the general path.
 """
 
 from __future__ import annotations
@@ -55,7 +57,16 @@ from .finish import (
 )
 from .partial_args import ArgumentsWriter, PartialArgError
 from .replay import ReplayLog
-from .wire import Candidate, Chunk, FunctionCall, UsageMetadata, decode_chunk, sdk_payload
+from .wire import (
+    Candidate,
+    Chunk,
+    FunctionCall,
+    TextChunk,
+    UsageMetadata,
+    decode_chunk,
+    decode_text_chunk,
+    sdk_payload,
+)
 
 __all__ = ["GeminiMapper"]
 
@@ -90,6 +101,8 @@ class GeminiMapper:
         self._streamed: _Streamed | None = None
         self._replay = ReplayLog()
         self._last_usage: tuple[int | None, ...] | None = None
+        #: The last chunk read was answer text: try the next one as a :class:`TextChunk` first.
+        self._texting = True
 
     @property
     def done(self) -> bool:
@@ -111,10 +124,42 @@ class GeminiMapper:
     # -- input -------------------------------------------------------------------------------
 
     def feed_bytes(self, data: bytes) -> list[Event]:
-        """Take the next bytes of an SSE body (any split)."""
+        """Take the next bytes of an SSE body (any split).
+
+        While the answer is text, each payload is first decoded as a :class:`TextChunk` and
+        read here in a few steps, as :meth:`_chunk` would read it; any other payload, or one
+        that is no text chunk after all, takes the general path (:meth:`_payload`).
+        """
         out: list[Event] = []
+        append = out.append
+        state = self._state
+        texting = self._texting
+        #: Text read the short way and not yet in the replay log: it goes there in one step,
+        #: before anything else can touch the log.
+        texts: list[str] = []
         for payload in self._sse.feed_data(data):
+            if texting and type(payload) is bytes and not state.ended:
+                try:
+                    chunk = decode_text_chunk(payload)
+                except msgspec.MsgspecError:
+                    self._texting = texting = False
+                else:
+                    if not self._info_sent and (chunk.model_version or chunk.response_id):
+                        self._info(chunk, out)
+                    text = chunk.candidates[0].content.parts[0].text
+                    if text:
+                        append(TextDelta(text=text))
+                        texts.append(text)
+                    if chunk.usage_metadata is not None:
+                        self._usage(chunk.usage_metadata, out)
+                    continue
+            if texts:
+                self._replay.plain_texts(texts)
+                texts = []
             self._payload(payload, out)
+            texting = self._texting
+        if texts:
+            self._replay.plain_texts(texts)
         return out
 
     def feed_object(self, chunk: object) -> list[Event]:
@@ -186,8 +231,7 @@ class GeminiMapper:
             self._error(chunk, out, data)
             return
         if not self._info_sent and (chunk.model_version or chunk.response_id):
-            self._info_sent = True
-            out.append(ResponseInfo(model=chunk.model_version, response_id=chunk.response_id))
+            self._info(chunk, out)
         for candidate in chunk.candidates or ():
             if candidate.index in (None, 0):
                 self._candidate(candidate, out)
@@ -198,6 +242,10 @@ class GeminiMapper:
         if chunk.usage_metadata is not None:
             self._usage(chunk.usage_metadata, out)
 
+    def _info(self, chunk: Chunk | TextChunk, out: list[Event]) -> None:
+        self._info_sent = True
+        out.append(ResponseInfo(model=chunk.model_version, response_id=chunk.response_id))
+
     def _candidate(self, candidate: Candidate, out: list[Event]) -> None:
         content = candidate.content
         for part in (content.parts if content is not None else None) or ():
@@ -207,7 +255,11 @@ class GeminiMapper:
                 continue
             text = part.text
             if text:
-                out.append(ReasoningDelta(text=text) if part.thought else TextDelta(text=text))
+                if part.thought:
+                    out.append(ReasoningDelta(text=text))
+                else:
+                    out.append(TextDelta(text=text))
+                    self._texting = True  # the answer text may go on: try the short way
             if text is not None or part.thought_signature is not None:
                 self._replay.text(
                     text or "", reasoning=bool(part.thought), signature=part.thought_signature

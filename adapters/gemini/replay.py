@@ -81,6 +81,16 @@ class ReplayLog:
             self._signed = True
         self._entries.append(_Entry(kind, text, None, signature))
 
+    def plain_texts(self, pieces: list[str]) -> None:
+        """Text parts with no signature, none empty, in order: :meth:`text` for each, at once."""
+        last = self._entries[-1] if self._entries else None
+        if last is not None and last.kind == "text" and last.signature is None:
+            last.pieces += pieces
+            return
+        entry = _Entry("text", pieces[0], None, None)
+        entry.pieces += pieces[1:]
+        self._entries.append(entry)
+
     def call(self, call_id: str, signature: str | None) -> None:
         """A function call part (a whole call, or a streamed call's header)."""
         if signature is not None:

@@ -20,7 +20,7 @@ The google-genai SDK's objects are dumped to this spelling by :func:`sdk_payload
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -31,8 +31,10 @@ __all__ = [
     "FunctionCall",
     "Part",
     "PartialArg",
+    "TextChunk",
     "UsageMetadata",
     "decode_chunk",
+    "decode_text_chunk",
     "sdk_payload",
 ]
 
@@ -123,7 +125,52 @@ class Chunk(msgspec.Struct, rename="camel", gc=False):
     error: ErrorBody | str | None = None
 
 
+class TextPart(msgspec.Struct, rename="camel", gc=False):
+    """A part that is answer text: not a thought, no signature, no call."""
+
+    text: str
+    thought: Literal[False] | None = None
+    thought_signature: None = None
+    function_call: None = None
+
+
+class TextContent(msgspec.Struct, rename="camel", gc=False):
+    """Content of exactly one :class:`TextPart`."""
+
+    parts: tuple[TextPart]
+    role: str | None = None
+
+
+class TextCandidate(msgspec.Struct, rename="camel", gc=False):
+    """Candidate 0 with its text, and no finish yet."""
+
+    content: TextContent
+    finish_reason: None = None
+    finish_message: str | None = None
+    index: Literal[0] | None = None
+
+
+class TextChunk(msgspec.Struct, rename="camel", gc=False):
+    """A chunk that is one piece of answer text (and maybe usage): most chunks of an answer.
+
+    Every field of :class:`Chunk` (and of its candidate and part) is here, typed as there or
+    narrower: one candidate (index 0) of one text part, no finish reason, no thought, no
+    signature, no call, no prompt feedback, no error. So a payload that decodes as a
+    ``TextChunk`` decodes as a :class:`Chunk` with the same values, and the mapper reads it as
+    the general path would (:meth:`GeminiMapper.feed_bytes`); any other payload fails to
+    decode. (Tuples, not lists, for the one candidate and the one part: cheaper to build.)
+    """
+
+    candidates: tuple[TextCandidate]
+    usage_metadata: UsageMetadata | None = None
+    prompt_feedback: None = None
+    model_version: str | None = None
+    response_id: str | None = None
+    error: None = None
+
+
 decode_chunk = msgspec.json.Decoder(Chunk).decode
+decode_text_chunk = msgspec.json.Decoder(TextChunk).decode
 
 #: URL-safe base64 (what pydantic writes for ``bytes`` in the SDK's JSON dumps) -> standard
 #: base64 (what the REST API sends): the two alphabets differ in these two characters only.

@@ -24,11 +24,14 @@ read from Ollama's source (``server/routes.go``, ``model/parsers/``):
 - a body that is no NDJSON stream at all (an HTML 502 page from a proxy) is said to be so; lines
   that cannot be read before the first line of Ollama's shape are held back and reported when
   the stream proves to be one, so that a proxy's page is one error, not one per line.
+
+A long answer is thousands of lines of a few characters each. The complete lines of a large
+read are decoded with one call (:meth:`OllamaMapper._block`, exactly as line by line: see
+:mod:`.wire`), and a line of plain text or thinking is read in a few steps
+(:meth:`OllamaMapper._plain`); every other line takes the general path.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import msgspec
 
@@ -44,47 +47,19 @@ from ...pipeline.events import (
 from ...pipeline.mapper import MapperSettings, cap_text
 from ...pipeline.stream_state import StreamState
 from ..frame_errors import overflow_error
-from ..ndjson import FrameOverflow, NDJSONDecoder
+from ..ndjson import DEFAULT_MAX_LINE_BYTES, FrameOverflow, NDJSONDecoder
+from .wire import (
+    ErrorBody,
+    Line,
+    ToolCall,
+    decode_any_lines,
+    decode_line,
+    decode_text_lines,
+    wrap_lines,
+)
 
 __all__ = ["OllamaMapper", "finish_reason_from_ollama"]
 
-
-class _Function(msgspec.Struct, gc=False):
-    name: str | None = None
-    # An object on the wire; a string is accepted from servers imitating Ollama.
-    arguments: dict[str, Any] | str | None = None
-    index: int | None = None
-
-
-class _ToolCall(msgspec.Struct, gc=False):
-    function: _Function
-    id: str | None = None
-
-
-class _Message(msgspec.Struct, gc=False):
-    content: str | None = None
-    thinking: str | None = None
-    tool_calls: list[_ToolCall] | None = None
-
-
-class _ErrorBody(msgspec.Struct, gc=False):
-    message: str | None = None
-    type: str | None = None
-    code: str | int | None = None
-
-
-class _Line(msgspec.Struct, gc=False):
-    model: str | None = None
-    message: _Message | None = None
-    done: bool | None = None
-    done_reason: str | None = None
-    prompt_eval_count: int | None = None
-    eval_count: int | None = None
-    # Ollama sends a string; an object is accepted from proxies that wrap it.
-    error: str | _ErrorBody | None = None
-
-
-_decode_line = msgspec.json.Decoder(_Line).decode
 
 _DONE_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",
@@ -109,6 +84,8 @@ def _unknown_shape(detail: str, raw: bytes | str) -> ProviderError:
 
 
 _DEFAULT_SETTINGS = MapperSettings()
+#: Reads shorter than this are read line by line: a few lines gain nothing from :meth:`_block`.
+_BLOCK_READ = 1024
 
 
 class OllamaMapper:
@@ -117,7 +94,9 @@ class OllamaMapper:
     provider_name = "ollama"
 
     def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
-        self._ndjson = NDJSONDecoder()
+        #: The cap on one line; a block longer than it is read line by line (:meth:`_block`).
+        self._line_cap = DEFAULT_MAX_LINE_BYTES
+        self._ndjson = NDJSONDecoder(self._line_cap)
         self._state = StreamState(settings)
         self._calls = self._state.calls
         self._facts = self._state.facts
@@ -143,10 +122,31 @@ class OllamaMapper:
     # -- input -------------------------------------------------------------------------------
 
     def feed_bytes(self, data: bytes) -> list[Event]:
-        """Take the next bytes of an NDJSON body (any split)."""
+        """Take the next bytes of an NDJSON body (any split).
+
+        The complete lines in the middle of a read (after its first line end, up to its last)
+        are read at once when that is exactly the same as reading them one by one
+        (:meth:`_block`); the rest goes through the NDJSON decoder line by line.
+        """
         out: list[Event] = []
-        for line in self._ndjson.feed(data):
-            self._payload(line, out)
+        if len(data) < _BLOCK_READ or (first := data.find(b"\n")) == (last := data.rfind(b"\n")):
+            # A small read (a line per read, as Ollama flushes them), or one line end at most:
+            # nothing worth reading at once.
+            for line in self._ndjson.feed(data):
+                self._payload(line, out)
+            return out
+        payload = self._payload
+        ndjson = self._ndjson
+        # The decoder may hold the start of a line: the first line end completes it. After it
+        # the decoder holds nothing, so the lines up to the last line end are whole here.
+        for line in ndjson.feed(data[: first + 1]):
+            payload(line, out)
+        block = data[first + 1 : last + 1]
+        if not self._block(block, out):
+            for line in ndjson.feed(block):
+                payload(line, out)
+        for line in ndjson.feed(data[last + 1 :]):  # the start of the next line: only held
+            payload(line, out)
         return out
 
     def feed_object(self, chunk: object) -> list[Event]:
@@ -163,7 +163,7 @@ class OllamaMapper:
         dump = getattr(chunk, "model_dump", None)
         payload = dump() if callable(dump) else chunk
         try:
-            line = msgspec.convert(payload, _Line, strict=False)
+            line = msgspec.convert(payload, Line, strict=False)
         except msgspec.ValidationError as error:
             self._state.unreadable(out, _unknown_shape(str(error), repr(payload)))
             return out
@@ -205,7 +205,7 @@ class OllamaMapper:
             return
         assert type(data) is bytes
         try:
-            line = _decode_line(data)
+            line = decode_line(data)
         except msgspec.ValidationError as error:
             self._unreadable(out, _unknown_shape(str(error), data))
             return
@@ -219,6 +219,11 @@ class OllamaMapper:
                 ),
             )
             return
+        if not self._plain(line, out):
+            self._decoded(line, out, data)
+
+    def _decoded(self, line: Line, out: list[Event], data: bytes) -> None:
+        """A line decoded from ``data``: checked for Ollama's shape, then read."""
         if not _has_ollama_shape(line):
             self._unreadable(out, _unknown_shape(_NO_FIELDS, data))
             return
@@ -226,6 +231,75 @@ class OllamaMapper:
             self._streaming = True
             self._release_held(out)
         self._line(line, out, data)
+
+    def _plain(self, line: Line, out: list[Event]) -> bool:
+        """Read a line that carries only text or thinking, as :meth:`_decoded` would; say so.
+
+        Most lines of a stream are such: this is their short way. Any other line is left to
+        :meth:`_decoded` (False, nothing read).
+        """
+        message = line.message
+        if (
+            message is None
+            or line.error is not None
+            or line.done
+            or line.eval_count is not None
+            or line.prompt_eval_count is not None
+            or message.tool_calls
+            or not self._streaming
+            or (line.model is not None and not self._info_sent)
+        ):
+            return False
+        if message.thinking:
+            out.append(ReasoningDelta(text=message.thinking))
+        if message.content:
+            out.append(TextDelta(text=message.content))
+        return True
+
+    def _block(self, block: bytes, out: list[Event]) -> bool:
+        """Read complete lines (``block`` ends with its last ``\\n``) with one decoder call.
+
+        Only once the body is a stream (so that no unreadable line is being held back), never
+        past the end, never for a block that may hold a line over the cap. The lines are
+        wrapped so that each decodes alone (:mod:`.wire`), and each is then read as
+        :meth:`_payload` reads the line the NDJSON decoder gives. A blank line, an unreadable
+        one or one of two values makes the block fail as a whole: False, nothing read, and the
+        caller reads its lines one by one.
+        """
+        if self._state.ended or not self._streaming or len(block) > self._line_cap:
+            return False
+        wrapped, count = wrap_lines(block)
+        if self._info_sent:
+            # Most blocks: answer text and nothing else, each line a TextDelta of its content.
+            try:
+                texts = decode_text_lines(wrapped)
+            except msgspec.MsgspecError:
+                pass  # some line is not plain text (a call, the end...): read them all below
+            else:
+                if len(texts) != count:
+                    return False
+                out += [TextDelta(text=text) for (line,) in texts if (text := line.message.content)]
+                return True
+        try:
+            lines = decode_any_lines(wrapped)
+        except msgspec.MsgspecError:
+            return False
+        if len(lines) != count:
+            return False
+        plain = self._plain
+        state = self._state
+        raws: list[bytes] | None = None
+        for index, (line,) in enumerate(lines):
+            if plain(line, out):
+                continue
+            if raws is None:
+                raws = block.split(b"\n")
+            raw = raws[index]
+            # As the NDJSON decoder gives it: without a "\r" before its "\n".
+            self._decoded(line, out, raw[:-1] if raw[-1:] == b"\r" else raw)
+            if state.ended:
+                break
+        return True
 
     def _unreadable(self, out: list[Event], error: ProviderError) -> None:
         """Report an unreadable piece, or hold it back until the body proves to be a stream."""
@@ -248,7 +322,7 @@ class OllamaMapper:
         self._held = None
         self._state.unreadable(out, held)
 
-    def _line(self, line: _Line, out: list[Event], data: bytes) -> None:
+    def _line(self, line: Line, out: list[Event], data: bytes) -> None:
         if line.error is not None:
             self._error(line.error, out, data)
             return
@@ -271,7 +345,7 @@ class OllamaMapper:
             self._done(line.done_reason)
             self._state.end(out)
 
-    def _call(self, tool_call: _ToolCall, out: list[Event]) -> None:
+    def _call(self, tool_call: ToolCall, out: list[Event]) -> None:
         """One whole call: always a new call, even with an index or id seen before.
 
         ``start`` opens it (a repeated provider id becomes ``<id>~2``); the arguments then go
@@ -291,9 +365,9 @@ class OllamaMapper:
         if facts.reason == "length":
             facts.length_signal = True
 
-    def _error(self, body: str | _ErrorBody, out: list[Event], data: bytes) -> None:
+    def _error(self, body: str | ErrorBody, out: list[Event], data: bytes) -> None:
         code: str | None = None
-        if isinstance(body, _ErrorBody):
+        if isinstance(body, ErrorBody):
             message = body.message or body.type or "provider error"
             code = str(body.code) if body.code is not None else body.type
         else:
@@ -313,6 +387,6 @@ class OllamaMapper:
 _NO_FIELDS = "none of Ollama's fields (message, done, error)"
 
 
-def _has_ollama_shape(line: _Line) -> bool:
+def _has_ollama_shape(line: Line) -> bool:
     """Ollama always sends ``message`` and ``done`` (no ``omitempty``), or ``error`` alone."""
     return line.message is not None or line.done is not None or line.error is not None

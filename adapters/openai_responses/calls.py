@@ -47,6 +47,17 @@ class FunctionCalls:
         #: Calls whose item said ``status: incomplete``, with the item id.
         self._incomplete: list[tuple[OpenCall, str | None]] = []
 
+    @property
+    def by_item(self) -> dict[str, OpenCall]:
+        """Item id -> its call, for the mapper's hot path (read only).
+
+        An entry never changes once made: an item id is registered once (a second
+        ``output_item.added`` for it is refused, a finished item registers only when
+        :meth:`find` knows no call for it), so the call found here is the one :meth:`find`
+        gives for that id.
+        """
+        return self._by_item
+
     def find(self, item_id: object, position: object) -> OpenCall | None:
         """The call of an item: by its id first, by its ``output_index`` otherwise.
 

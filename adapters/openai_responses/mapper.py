@@ -6,7 +6,8 @@ Responses protocol (LM Studio's Open Responses). What each rule handles:
 - framing: SSE with ``event:`` lines, which may come after ``data:`` (Bedrock Mantle); the
   payload's own ``type`` names the event (the ``event:`` name is used only when it has none);
   there is no ``[DONE]`` (one is ignored if a server sends it): the terminator is
-  ``response.completed``, ``response.incomplete`` or ``response.failed``;
+  ``response.completed``, ``response.incomplete`` or ``response.failed``; runs of simple events
+  are split without the SSE decoder's line-by-line reading, with the same result (:mod:`.framing`);
 - ``sequence_number`` may be absent (recordings before ~April 2025) or in any key position; when
   present, a gap or a repeat means an event was lost or replayed, which is an unreadable piece
   (every call open then never runs) and a repeated event is not applied twice;
@@ -36,13 +37,15 @@ from ...pipeline.events import (
     ProviderError,
     ProviderErrorKind,
     ResponseInfo,
+    ToolCallArgumentsDelta,
     Usage,
 )
 from ...pipeline.mapper import MapperSettings, cap_text
 from ...pipeline.stream_state import StreamState
 from ..frame_errors import overflow_error
-from ..sse import FrameOverflow, SSEDecoder, SSEMessage
+from ..sse import FrameOverflow, SSEMessage
 from .calls import FunctionCalls
+from .framing import ResponsesFraming
 from .items import CLIENT_CALL_ITEM
 from .outputs import FinishedItems
 from .sequence import EventNumbers
@@ -62,6 +65,7 @@ __all__ = ["OpenAIResponsesMapper"]
 
 _DEFAULT_SETTINGS = MapperSettings()
 _TERMINALS = ("response.completed", "response.incomplete", "response.failed")
+_ARGUMENTS_DELTA = "response.function_call_arguments.delta"
 
 
 def _unreadable(
@@ -87,8 +91,9 @@ class OpenAIResponsesMapper:
     provider_name = "openai"
 
     def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
-        self._sse = SSEDecoder()
+        self._framing = ResponsesFraming()
         self._state = StreamState(settings)
+        self._max_argument_chars = settings.max_argument_chars
         self._facts = self._state.facts
         self._calls = FunctionCalls(self._state)
         self._texts = TextParts(self._state)
@@ -115,7 +120,14 @@ class OpenAIResponsesMapper:
     def feed_bytes(self, data: bytes) -> list[Event]:
         """Take the next bytes of an SSE body (any split)."""
         out: list[Event] = []
-        for message in self._sse.feed(data):
+        if self._state.ended:
+            return out  # nothing after the end is read (and the framing is no longer needed)
+        before, names, payloads, after = self._framing.feed(data)
+        for message in before:
+            self._message(message, out)
+        if payloads:
+            self._simple_events(names, payloads, out)
+        for message in after:
             self._message(message, out)
         return out
 
@@ -144,10 +156,10 @@ class OpenAIResponsesMapper:
     def finish(self, *, failed: bool = False) -> list[Event]:
         """The source ended: flush the framing, settle open calls, decide the finish once."""
         out: list[Event] = []
-        for message in self._sse.finish():
+        sse = self._framing.decoder
+        for message in sse.finish():
             self._message(message, out)
-        sse = self._sse
-        if not (self._object_source or self._state.ended or failed or sse.saw_field):
+        if not (self._object_source or self._state.ended or failed or self._framing.saw_field):
             # Not one SSE line: an HTML error page, a JSON error body (stream=false?), nothing.
             self._state.not_a_stream(
                 out, size=sse.bytes_seen, head=sse.first_bytes, what="an event stream"
@@ -165,6 +177,76 @@ class OpenAIResponsesMapper:
             return
         assert type(message) is SSEMessage
         self._payload(message.data, message.event, out)
+
+    def _simple_events(
+        self, names: list[bytes] | None, payloads: list[bytes], out: list[Event]
+    ) -> None:
+        """The events :class:`ResponsesFraming` read (``names``: their ``event:`` lines).
+
+        The hot path, most events of a long call: one more argument piece for a call that is
+        open, in sequence. It is taken only when the general path would do exactly the same
+        (the same decoded envelope, the number that follows the last one or none, the item's
+        call open, the piece within the size limit); anything else, and any doubt, goes the
+        general way, which reports what is wrong.
+        """
+        state = self._state
+        numbers = self._numbers
+        by_item = self._calls.by_item
+        calls = state.calls
+        emit = calls.emit_deltas
+        max_chars = self._max_argument_chars
+        decode = decode_envelope
+        for position, data in enumerate(payloads):
+            if state.ended:
+                return
+            envelope: Envelope | None = None
+            if data[:1] == b"{":
+                try:
+                    envelope = decode(data)
+                except msgspec.MsgspecError:
+                    envelope = None  # the general path says what is wrong with it
+            if envelope is not None and envelope.type == _ARGUMENTS_DELTA:
+                delta = envelope.delta
+                item_id = envelope.item_id
+                number = envelope.sequence_number
+                call = by_item.get(item_id) if type(item_id) is str else None
+                if (
+                    call is not None
+                    and type(delta) is str
+                    and not call.closed
+                    and (
+                        type(number) is not int
+                        or numbers.last is None
+                        or number == numbers.last + 1
+                    )
+                ):
+                    # next_event and check, for an event in sequence (or with no number).
+                    if type(number) is int:
+                        numbers.last = number
+                        numbers.counted = True
+                    else:
+                        numbers.counted = False
+                    if delta:
+                        size = call.size + len(delta)
+                        if call.buffering and size <= max_chars:
+                            # CallAccumulator.append_to, inlined for a piece within the limit.
+                            call.size = size
+                            call.pieces.append(delta)
+                            if emit:
+                                out.append(
+                                    ToolCallArgumentsDelta(
+                                        call_id=call.call_id, index=call.index, delta=delta
+                                    )
+                                )
+                        else:
+                            calls.append_to(out, call, delta)
+                    continue
+            name = names[position][7:] if names is not None else None
+            if envelope is None:
+                self._payload(data, name, out)
+            else:
+                numbers.next_event()
+                self._event(envelope, data, name, out)
 
     def _payload(self, data: bytes, event_name: bytes | None, out: list[Event]) -> None:
         if self._state.ended:
@@ -184,6 +266,12 @@ class OpenAIResponsesMapper:
                 out, _unreadable(f"a data line that is not JSON: {error}", data, "not_json")
             )
             return
+        self._event(envelope, data, event_name, out)
+
+    def _event(
+        self, envelope: Envelope, data: bytes, event_name: bytes | None, out: list[Event]
+    ) -> None:
+        """A decoded event (``next_event`` called): check its number, dispatch on its type."""
         if not self._in_sequence(envelope.sequence_number, data, out):
             return
         kind = envelope.type

@@ -20,33 +20,34 @@ __all__ = ["EventNumbers"]
 class EventNumbers:
     """The numbering of one stream's events. Private to one run."""
 
-    __slots__ = ("_counted", "_last")
+    __slots__ = ("counted", "last")
 
     def __init__(self) -> None:
-        self._last: int | None = None
+        #: The number of the last event applied (the mapper's hot path reads and sets it).
+        self.last: int | None = None
         #: The event being read had its number counted.
-        self._counted = False
+        self.counted = False
 
     def next_event(self) -> None:
         """A new event is being read."""
-        self._counted = False
+        self.counted = False
 
     def check(self, number: object) -> tuple[bool, str | None]:
         """``(apply the event?, what went wrong or None)`` for an event's ``sequence_number``."""
         if type(number) is not int:
             return True, None
-        last = self._last
-        self._counted = True
+        last = self.last
+        self.counted = True
         if last is None or number == last + 1:
-            self._last = number
+            self.last = number
             return True, None
         if number > last:
-            self._last = number
+            self.last = number
             return True, f"events {last + 1} to {number - 1} of the stream never arrived"
         return False, f"event {number} came again after event {last}; it was not applied twice"
 
     def unreadable(self) -> None:
         """The event being read could not be read: it stands for the next number."""
-        if not self._counted and self._last is not None:
-            self._last += 1
-        self._counted = True
+        if not self.counted and self.last is not None:
+            self.last += 1
+        self.counted = True
