@@ -4,8 +4,12 @@ Provider streams become typed events (:mod:`toolwire.pipeline.events`) that flow
 composable stages; every complete tool call is judged (ready, repaired, or rejected with a true
 message); truncation is detected from every evidence there is; a rejected call never runs.
 Build a :class:`Pipeline` once and call ``await pipeline.collect(source)`` every turn (or
-:func:`collect` / :func:`stream` for a single turn).
+:func:`collect` / :func:`stream` for a single turn). :class:`HealingTransport` heals the Chat
+Completions calls of any httpx client (``docs/healing.md``); it needs ``httpx``, so it is
+imported on first use.
 """
+
+from typing import TYPE_CHECKING
 
 from .adapters.history import HistoryFormat as HistoryFormat
 from .adapters.history import HistoryProblem as HistoryProblem
@@ -68,6 +72,9 @@ from .stages.judge import JudgeStage as JudgeStage
 from .stages.policy import RepairLoopGuard as RepairLoopGuard
 from .stages.telemetry import TelemetryStage as TelemetryStage
 
+if TYPE_CHECKING:
+    from .heal.transport import HealingTransport as HealingTransport
+
 __all__ = [
     "DEFAULT_POLICY",
     "STRICT_POLICY",
@@ -76,6 +83,7 @@ __all__ = [
     "Event",
     "EventStep",
     "Finish",
+    "HealingTransport",
     "HistoryError",
     "HistoryFormat",
     "HistoryProblem",
@@ -127,3 +135,12 @@ __all__ = [
     "run_stop_reason",
     "stream",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # httpx is an optional dependency (the [http] extra): the transport is imported on first use.
+    if name == "HealingTransport":
+        from .heal.transport import HealingTransport
+
+        return HealingTransport
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,391 @@
+"""Judged events back into Chat Completions chunks: the Chat adapter's mapper, run backwards.
+
+:class:`ChatChunkEncoder` is sans-I/O: it is handed toolwire events and gives back chunk
+objects (plain dicts in the ``chat.completion.chunk`` shape); :func:`sse_frame` frames them for
+the wire. What a client reading the result can rely on:
+
+- Text and reasoning pass through as they arrive, one chunk per delta: toolwire never delays a
+  client's first byte (the role chunk goes out as soon as the response is known).
+- A tool call goes out only once judged, whole, in one chunk (header and arguments together,
+  as xAI sends calls): an ``ok`` call with its arguments string byte for byte, a ``repaired``
+  call with the repaired object as compact JSON (what history replays, see
+  :func:`toolwire.adapters.history.replay_arguments`). A rejected call never goes out.
+- Call indices are the client's own: 0, 1, 2... in the order the calls go out, whatever the
+  server's indices were. Ids are toolwire's (a synthesized id for a server that sent none, ``~2``
+  for a repeated one) and unique in the response: an id already sent gets ``~h2``, ``~h3``...
+- The finish is corrected: a cut by the output-token limit (``Finish.cut_by == "token_limit"``)
+  is reported as ``length`` even when the server said ``tool_calls`` (llama-cpp-python does), so
+  the client's own length handling fires. Otherwise the server's raw value goes out unchanged
+  (``tool_calls`` when no call went out becomes ``stop``; no value at all becomes ``tool_calls``
+  or ``stop``).
+- Usage is kept: reported once, in a ``choices: []`` chunk after the finish, as OpenAI sends it
+  when ``stream_options.include_usage`` is set; or not at all (``usage=False``), for a client
+  that did not ask for it.
+
+Top-level fields the Chat mapper does not read (``system_fingerprint``, ``service_tier``,
+``logprobs``, ``obfuscation``) are not carried; ``created`` is the time the encoder started
+unless given.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any, Final
+
+import msgspec
+
+from ..pipeline.events import (
+    Event,
+    Finish,
+    ProviderError,
+    ReasoningDelta,
+    ResponseInfo,
+    StreamEnd,
+    TextDelta,
+    ToolCallReady,
+    ToolCallRejected,
+    ToolCallRepaired,
+    Usage,
+)
+
+__all__ = [
+    "DONE",
+    "ChatChunkEncoder",
+    "Chunk",
+    "Done",
+    "WireItem",
+    "add_usage",
+    "call_arguments",
+    "client_finish_reason",
+    "encode_events",
+    "sse_frame",
+    "upstream_error_object",
+    "usage_object",
+]
+
+#: One chunk object, as it goes out in a ``data:`` line.
+Chunk = dict[str, Any]
+
+
+class Done:
+    """The end marker of a stream (``data: [DONE]``): not a chunk, so not a dict."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DONE"
+
+
+#: The one end marker.
+DONE: Final = Done()
+
+#: What an encoder or a healing session gives back: chunks, and the end marker last.
+WireItem = Chunk | Done
+
+_encode = msgspec.json.Encoder().encode
+
+
+def sse_frame(items: Iterable[WireItem]) -> bytes:
+    """``data: <chunk>`` lines (and ``data: [DONE]``), each followed by a blank line."""
+    out = bytearray()
+    for item in items:
+        if isinstance(item, Done):
+            out += b"data: [DONE]\n\n"
+        else:
+            out += b"data: " + _encode(item) + b"\n\n"
+    return bytes(out)
+
+
+def call_arguments(event: ToolCallReady | ToolCallRepaired) -> str:
+    """The arguments text a client receives: as sent when ``ok``, compact JSON when repaired."""
+    verdict = event.verdict
+    if isinstance(event, ToolCallReady) and verdict.outcome == "ok":
+        return event.call.arguments_raw
+    return _encode(verdict.arguments).decode()
+
+
+def client_finish_reason(finish: Finish, *, calls_sent: bool) -> str:
+    """The ``finish_reason`` a client receives for ``finish`` (see the module docstring)."""
+    if finish.cut_by == "token_limit":
+        return "length"
+    raw = finish.raw
+    if raw is None:
+        return "tool_calls" if calls_sent else "stop"
+    if raw in ("tool_calls", "function_call") and not calls_sent:
+        return "stop"
+    return raw
+
+
+def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
+    """The field-by-field sum of two usage reports (a field neither reported stays ``None``)."""
+    if total is None:
+        return more
+    if more is None:
+        return total
+
+    def plus(a: int | None, b: int | None) -> int | None:
+        return b if a is None else a if b is None else a + b
+
+    return Usage(
+        input_tokens=plus(total.input_tokens, more.input_tokens),
+        output_tokens=plus(total.output_tokens, more.output_tokens),
+        total_tokens=plus(total.total_tokens, more.total_tokens),
+        reasoning_tokens=plus(total.reasoning_tokens, more.reasoning_tokens),
+    )
+
+
+def usage_object(usage: Usage) -> dict[str, Any]:
+    """``usage`` in the Chat Completions shape (``prompt_tokens``, ``completion_tokens``...)."""
+    body: dict[str, Any] = {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+    if usage.reasoning_tokens is not None:
+        body["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    return body
+
+
+class ChatChunkEncoder:
+    """Writes one Chat Completions response, chunk by chunk, for one client. Sans-I/O.
+
+    Use :meth:`feed` for a plain re-encoding of one judged stream, or the building blocks
+    (:meth:`text`, :meth:`call`, :meth:`finish`...) when something else decides what goes out
+    (the healing session does). ``usage`` says whether the usage chunk is sent;
+    ``reasoning_field`` is the delta key reasoning goes out under (``reasoning_content``, as
+    vLLM, LM Studio, xAI and DeepSeek send it; ``reasoning`` for OpenRouter's clients).
+    """
+
+    __slots__ = (
+        "_calls_sent",
+        "_created",
+        "_failed",
+        "_finished",
+        "_ids",
+        "_model",
+        "_response_id",
+        "_started",
+        "_usage",
+        "reasoning_field",
+        "send_usage",
+    )
+
+    def __init__(
+        self,
+        *,
+        usage: bool = True,
+        created: int | None = None,
+        reasoning_field: str = "reasoning_content",
+    ) -> None:
+        self.send_usage = usage
+        self.reasoning_field = reasoning_field
+        self._created = int(time.time()) if created is None else created
+        self._response_id: str | None = None
+        self._model: str | None = None
+        self._started = False
+        self._failed = False
+        self._finished = False
+        self._calls_sent = 0
+        self._ids: set[str] = set()
+        self._usage: Usage | None = None
+
+    # -- what has gone out -------------------------------------------------------------------
+
+    @property
+    def calls_sent(self) -> int:
+        """How many calls went out (the next call's client index)."""
+        return self._calls_sent
+
+    @property
+    def response_id(self) -> str | None:
+        """The id every chunk carries (the first response's)."""
+        return self._response_id
+
+    @property
+    def model(self) -> str | None:
+        """The model every chunk names (the first response's)."""
+        return self._model
+
+    @property
+    def created(self) -> int:
+        """The ``created`` timestamp every chunk carries."""
+        return self._created
+
+    # -- building blocks ---------------------------------------------------------------------
+
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> Chunk:
+        return {
+            "id": self._response_id or "chatcmpl-toolwire",
+            "object": "chat.completion.chunk",
+            "created": self._created,
+            "model": self._model or "",
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            ],
+        }
+
+    def _opening(self, out: list[WireItem]) -> None:
+        if not self._started:
+            self._started = True
+            out.append(self._chunk({"role": "assistant", "content": None}))
+
+    def info(self, event: ResponseInfo) -> list[WireItem]:
+        """The response is known: take its id and model and open the message.
+
+        Only before anything went out: every chunk of one client response carries one id (a
+        retry's response has its own id, which the client never sees).
+        """
+        if not self._started:
+            self._response_id = event.response_id
+            self._model = event.model
+        out: list[WireItem] = []
+        self._opening(out)
+        return out
+
+    def text(self, text: str) -> list[WireItem]:
+        """A piece of the visible answer, at once."""
+        out: list[WireItem] = []
+        self._opening(out)
+        out.append(self._chunk({"content": text}))
+        return out
+
+    def reasoning(self, text: str) -> list[WireItem]:
+        """A piece of reasoning, at once."""
+        out: list[WireItem] = []
+        self._opening(out)
+        out.append(self._chunk({self.reasoning_field: text}))
+        return out
+
+    def call(self, event: ToolCallReady | ToolCallRepaired) -> list[WireItem]:
+        """One accepted call, whole, at the next client index."""
+        out: list[WireItem] = []
+        self._opening(out)
+        call = event.call
+        call_id = call.call_id
+        if call_id in self._ids:
+            # Another response of the same healed turn used this id (a retry, a scripted
+            # server): the client must see one id per call.
+            n = 2
+            while f"{call_id}~h{n}" in self._ids:
+                n += 1
+            call_id = f"{call_id}~h{n}"
+        self._ids.add(call_id)
+        fragment = {
+            "index": self._calls_sent,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": call_arguments(event)},
+        }
+        self._calls_sent += 1
+        out.append(self._chunk({"tool_calls": [fragment]}))
+        return out
+
+    def usage(self, event: Usage) -> None:
+        """Count a usage report; it goes out with :meth:`end`."""
+        self._usage = add_usage(self._usage, event)
+
+    def set_usage(self, usage: Usage | None) -> None:
+        """Replace the usage to report (the healing session reports the sum of its responses)."""
+        self._usage = usage
+
+    def finish(self, reason: str) -> list[WireItem]:
+        """The finish chunk with ``reason`` as the client's ``finish_reason``."""
+        out: list[WireItem] = []
+        self._opening(out)
+        self._finished = True
+        out.append(self._chunk({}, reason))
+        return out
+
+    def end(self) -> list[WireItem]:
+        """The usage chunk (when sent and known), then the end marker; nothing after an error."""
+        out: list[WireItem] = []
+        if self._failed:
+            return out
+        if self.send_usage and self._usage is not None:
+            out.append(
+                {
+                    "id": self._response_id or "chatcmpl-toolwire",
+                    "object": "chat.completion.chunk",
+                    "created": self._created,
+                    "model": self._model or "",
+                    "choices": [],
+                    "usage": usage_object(self._usage),
+                }
+            )
+        out.append(DONE)
+        return out
+
+    def error(self, error: dict[str, Any]) -> list[WireItem]:
+        """An in-band error (``{"error": {...}}``): the openai SDK raises ``APIError`` on it.
+
+        It is the last thing sent: OpenAI ends a stream with its error, with no ``[DONE]``.
+        """
+        self._failed = True
+        return [{"error": error}]
+
+    # -- a plain re-encoding -----------------------------------------------------------------
+
+    def feed(self, event: Event) -> list[WireItem]:
+        """What ``event`` of a judged stream puts on the wire (see the module docstring).
+
+        A rejected call, the events of calls still being judged, and anything unknown put
+        nothing. A fatal provider error becomes an in-band error; a stream that dropped gets
+        neither a finish nor the end marker, as it had none; a stream that finished gets the
+        end marker even when the server left it out.
+        """
+        match event:
+            case TextDelta():
+                return self.text(event.text)
+            case ReasoningDelta():
+                return self.reasoning(event.text)
+            case ToolCallReady() | ToolCallRepaired():
+                return self.call(event)
+            case ToolCallRejected():
+                return []
+            case ResponseInfo():
+                return self.info(event)
+            case Usage():
+                self.usage(event)
+                return []
+            case ProviderError() if event.fatal and event.kind != "transport":
+                return self.error(upstream_error_object(event))
+            case Finish() if event.reason not in ("error", "disconnected"):
+                return self.finish(client_finish_reason(event, calls_sent=self._calls_sent > 0))
+            case StreamEnd() if self._finished:
+                # After a finish the response is whole, whether or not the server sent its end
+                # marker (some recorders drop ``[DONE]``): the client gets one.
+                return self.end()
+        return []
+
+
+def upstream_error_object(error: ProviderError) -> dict[str, Any]:
+    """The ``error`` object to send for a fatal provider error.
+
+    An in-band error payload from the server goes out as the server wrote it, when its text is
+    whole; anything else (a body that is no stream, an empty body) is described in toolwire's
+    words, its kind as the ``code``.
+    """
+    if error.kind == "error_payload" and error.raw:
+        try:
+            payload = msgspec.json.decode(error.raw)
+        except msgspec.DecodeError:
+            payload = None
+        if isinstance(payload, dict):
+            inner = payload.get("error")
+            if isinstance(inner, dict):
+                return inner
+            if isinstance(inner, str):
+                return {"message": inner, "type": None, "param": None, "code": error.code}
+    return {
+        "message": error.message,
+        "type": "toolwire_upstream_error" if error.kind != "error_payload" else None,
+        "param": None,
+        "code": error.code or error.kind,
+    }
+
+
+def encode_events(events: Iterable[Event], **options: Any) -> bytes:
+    """Re-encode a whole judged stream as an SSE body (``options`` go to the encoder)."""
+    encoder = ChatChunkEncoder(**options)
+    return sse_frame(item for event in events for item in encoder.feed(event))

@@ -1,0 +1,375 @@
+"""One healed exchange, sans-I/O: judged events in, the client's chunks and the retries out.
+
+A :class:`HealSession` is fed the judged events of each upstream response in turn (the first
+one, then each retry's) and decides what the client receives (through a
+:class:`~toolwire.heal.encoder.ChatChunkEncoder`) and whether to ask again. The shell (the
+httpx transport) does the I/O: it sends the requests, runs ``Pipeline.stream`` on each
+response, passes every event to :meth:`HealSession.feed`, sends what comes back, and calls
+:meth:`HealSession.end_attempt` when a response ends.
+
+What the client can rely on:
+
+- It never receives a call toolwire rejected. Accepted calls go out at once (0, 1, 2...).
+- The first response's text and reasoning pass through as they arrive. A retry's are held: the
+  client never saw the rejected call, so what the model says about the rejection would make no
+  sense to it. They go out only when the retry brings no call at all (the model chose to
+  answer in words, and that answer is the turn's end).
+- A retry's call identical (same name, same arguments) to one already sent is not sent again:
+  the model was told that call runs, and a tool must run once.
+- Each rejected call is healed by asking again (:func:`~toolwire.heal.request.follow_up_body`),
+  at most ``max_retries`` times per exchange. Past them: a ``length`` finish when the last
+  response was cut by the token limit (the client's own length handling fires), otherwise an
+  in-band error (``type: toolwire_heal_failed``) that states toolwire's messages.
+- A server error (an in-band error, a body that is no stream) reaches the client as an in-band
+  error; a stream that dropped with no call cut drops for the client too (``dropped``).
+- ``finish_reason`` is the server's, corrected for the token limit; a healed turn with calls
+  finishes ``tool_calls``. Usage is the sum over every response of the exchange (what was
+  spent); the retries' share is reported to the observer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+from ..pipeline.events import (
+    Event,
+    Finish,
+    ProviderError,
+    ReasoningDelta,
+    ResponseInfo,
+    TextDelta,
+    ToolCallReady,
+    ToolCallRejected,
+    ToolCallRepaired,
+    Usage,
+)
+from ..pipeline.mapper import cap_text
+from ..pipeline.turn import TurnBuilder
+from .encoder import (
+    ChatChunkEncoder,
+    WireItem,
+    add_usage,
+    client_finish_reason,
+    upstream_error_object,
+)
+from .request import NextMessages, follow_up_body, raised_limit
+
+__all__ = [
+    "AttemptEnd",
+    "AttemptOutcome",
+    "HealObserver",
+    "HealOutcome",
+    "HealSession",
+    "NullHealObserver",
+    "Retry",
+    "heal_cause",
+]
+
+#: How an exchange ended for the client: ``passed`` (nothing rejected), ``healed`` (a retry
+#: replaced what was rejected), ``length`` / ``failed`` (retries ran out: a length finish, an
+#: in-band error), ``upstream_error`` (the server failed), ``dropped`` (the upstream stream
+#: dropped), ``cancelled`` (the client went away first).
+HealOutcome = Literal[
+    "passed", "healed", "length", "failed", "upstream_error", "dropped", "cancelled"
+]
+
+#: How one upstream response ended: ``accepted`` (nothing rejected), ``rejected``,
+#: ``upstream_error``, ``dropped``, ``http_error`` (a retry's request got an error status),
+#: ``cancelled``.
+AttemptOutcome = Literal[
+    "accepted", "rejected", "upstream_error", "dropped", "http_error", "cancelled"
+]
+
+_sorted_json = msgspec.json.Encoder(order="sorted").encode
+
+
+def heal_cause(event: ToolCallRejected) -> str:
+    """Why a call needed healing, in one word: what cut it, or the judge's reason."""
+    call = event.call
+    if call.truncated and call.cut_by is not None:
+        return call.cut_by
+    return event.verdict.reason or "rejected"
+
+
+class Retry(msgspec.Struct, frozen=True, kw_only=True):
+    """One request that asks the model again.
+
+    ``attempt`` counts retries from 1; ``cause`` is the first rejected call's
+    (:func:`heal_cause`), ``causes`` every rejected call's; ``max_tokens`` the raised limit,
+    when it was raised.
+    """
+
+    attempt: int
+    body: dict[str, Any]
+    cause: str
+    causes: tuple[str, ...]
+    max_tokens: int | None = None
+
+
+class AttemptEnd(msgspec.Struct, frozen=True, kw_only=True):
+    """What the end of one upstream response means: items to send, then maybe a retry.
+
+    ``dropped``: the upstream stream dropped with nothing to heal; the shell ends the client's
+    stream the same way, after ``items``.
+    """
+
+    items: list[WireItem]
+    retry: Retry | None = None
+    dropped: bool = False
+
+
+class HealObserver(Protocol):
+    """What a session reports as it goes (telemetry implements it; every method is cheap)."""
+
+    def call_accepted(self, event: ToolCallReady | ToolCallRepaired, attempt: int) -> None:
+        """An accepted call went to the client (``attempt`` 0: the first response)."""
+
+    def call_rejected(self, event: ToolCallRejected, attempt: int) -> None:
+        """A call was rejected; it will be asked for again, or the exchange fails."""
+
+    def retry_started(self, retry: Retry) -> None:
+        """A retry request is about to go upstream."""
+
+    def attempt_ended(self, attempt: int, usage: Usage | None, outcome: AttemptOutcome) -> None:
+        """One upstream response ended (``usage``: what it reported)."""
+
+    def finished(self, outcome: HealOutcome) -> None:
+        """The exchange ended for the client; called exactly once."""
+
+
+class NullHealObserver:
+    """Reports nothing."""
+
+    def call_accepted(self, event: ToolCallReady | ToolCallRepaired, attempt: int) -> None:
+        """Nothing."""
+
+    def call_rejected(self, event: ToolCallRejected, attempt: int) -> None:
+        """Nothing."""
+
+    def retry_started(self, retry: Retry) -> None:
+        """Nothing."""
+
+    def attempt_ended(self, attempt: int, usage: Usage | None, outcome: AttemptOutcome) -> None:
+        """Nothing."""
+
+    def finished(self, outcome: HealOutcome) -> None:
+        """Nothing."""
+
+
+class HealSession:
+    """The healing of one client request (see the module docstring). Not reusable.
+
+    ``body`` is the request as it went upstream (decoded); ``next_messages`` writes the history
+    after a turn in the provider's format (``Pipeline.next_messages``); ``max_retries`` caps the
+    retries; ``max_tokens_ceiling``, when set, lets a retry after a token-limit cut raise the
+    request's limit up to it.
+    """
+
+    def __init__(
+        self,
+        body: dict[str, Any],
+        next_messages: NextMessages,
+        *,
+        encoder: ChatChunkEncoder | None = None,
+        max_retries: int = 2,
+        max_tokens_ceiling: int | None = None,
+        observer: HealObserver | None = None,
+    ) -> None:
+        self.encoder = encoder or ChatChunkEncoder()
+        self.body = body
+        self._next_messages = next_messages
+        self._max_retries = max_retries
+        self._ceiling = max_tokens_ceiling
+        self._observer: HealObserver = observer or NullHealObserver()
+        self.attempt = 0
+        self.outcome: HealOutcome | None = None
+        #: Something the client receives differs from what the first response said (a repair,
+        #: an id toolwire gave, a corrected finish, a rejection): a non-streamed body that was
+        #: not rewritten may go to the client byte for byte.
+        self.rewritten = False
+        self._total_usage: Usage | None = None
+        self._sent_before: set[tuple[str, bytes]] = set()
+        self._sent_now: set[tuple[str, bytes]] = set()
+        self._start_attempt()
+
+    def _start_attempt(self) -> None:
+        self._builder = TurnBuilder()
+        self._rejected: list[ToolCallRejected] = []
+        self._held: list[TextDelta | ReasoningDelta] = []
+        self._usage: Usage | None = None
+        self._finish: Finish | None = None
+        self._fatal: ProviderError | None = None
+        self._sent_before |= self._sent_now
+        self._sent_now = set()
+
+    @property
+    def total_usage(self) -> Usage | None:
+        """The sum of the usage every response of the exchange reported so far."""
+        return self._total_usage
+
+    # -- one response's events ---------------------------------------------------------------
+
+    def feed(self, event: Event) -> list[WireItem]:
+        """Take one judged event of the current response; return what the client gets now."""
+        if self.outcome is not None:
+            return []
+        self._builder.add(event)
+        encoder = self.encoder
+        first = self.attempt == 0
+        match event:
+            case TextDelta():
+                if first:
+                    return encoder.text(event.text)
+                self._held.append(event)
+            case ReasoningDelta():
+                if first:
+                    return encoder.reasoning(event.text)
+                self._held.append(event)
+            case ToolCallReady() | ToolCallRepaired():
+                return self._accepted(event)
+            case ToolCallRejected():
+                self.rewritten = True
+                self._rejected.append(event)
+                self._observer.call_rejected(event, self.attempt)
+            case ResponseInfo():
+                return encoder.info(event)
+            case Usage():
+                self._usage = event
+            case ProviderError() if event.fatal:
+                self._fatal = event
+            case Finish():
+                self._finish = event
+        return []
+
+    def _accepted(self, event: ToolCallReady | ToolCallRepaired) -> list[WireItem]:
+        call = event.call
+        key = (call.name, _sorted_json(event.verdict.arguments))
+        if key in self._sent_before:
+            return []  # the model was told this call runs: it must not run twice
+        self._sent_now.add(key)
+        if (
+            isinstance(event, ToolCallRepaired)
+            or call.id_synthesized
+            or call.provider_id is not None
+        ):
+            self.rewritten = True
+        self._observer.call_accepted(event, self.attempt)
+        return self.encoder.call(event)
+
+    # -- the end of one response -------------------------------------------------------------
+
+    def end_attempt(self) -> AttemptEnd:
+        """The current response ended: finish the client's stream, or ask again."""
+        if self.outcome is not None:
+            return AttemptEnd(items=[])
+        attempt = self.attempt
+        usage = self._usage
+        self._total_usage = add_usage(self._total_usage, usage)
+        encoder = self.encoder
+        fatal = self._fatal
+        finish = self._finish
+        if fatal is not None and fatal.kind != "transport":
+            # The server failed, not the model: its error goes to the client, nothing is asked.
+            self._observer.attempt_ended(attempt, usage, "upstream_error")
+            self.rewritten = True
+            return self._end("upstream_error", encoder.error(upstream_error_object(fatal)))
+        rejected = self._rejected
+        if rejected:
+            self._observer.attempt_ended(attempt, usage, "rejected")
+            if attempt < self._max_retries:
+                return self._retry(rejected)
+            return self._give_up(rejected, finish)
+        turn_had_calls = bool(self._builder.build().calls)
+        items: list[WireItem] = []
+        if attempt > 0 and not turn_had_calls:
+            # The model answered the rejection in words, with no call: that is the answer.
+            for held in self._held:
+                if isinstance(held, TextDelta):
+                    items += encoder.text(held.text)
+                else:
+                    items += encoder.reasoning(held.text)
+        if finish is None or finish.reason == "disconnected":
+            self._observer.attempt_ended(attempt, usage, "dropped")
+            return AttemptEnd(items=self._end("dropped", items).items, dropped=True)
+        self._observer.attempt_ended(attempt, usage, "accepted")
+        calls_sent = encoder.calls_sent > 0
+        if attempt == 0:
+            reason = client_finish_reason(finish, calls_sent=calls_sent)
+            if reason != finish.raw:
+                self.rewritten = True
+        elif finish.cut_by == "token_limit":
+            reason = "length"
+        elif calls_sent:
+            reason = "tool_calls"
+        else:
+            reason = client_finish_reason(finish, calls_sent=False)
+        encoder.set_usage(self._total_usage)
+        items += encoder.finish(reason)
+        items += encoder.end()
+        return self._end("passed" if attempt == 0 else "healed", items)
+
+    def _retry(self, rejected: list[ToolCallRejected]) -> AttemptEnd:
+        causes = tuple(heal_cause(event) for event in rejected)
+        body = follow_up_body(self.body, self._builder.build(), self._next_messages)
+        limit: int | None = None
+        if self._ceiling is not None and "token_limit" in causes:
+            body, limit = raised_limit(body, self._ceiling)
+        self.attempt += 1
+        self.body = body
+        retry = Retry(
+            attempt=self.attempt, body=body, cause=causes[0], causes=causes, max_tokens=limit
+        )
+        self._start_attempt()
+        self._observer.retry_started(retry)
+        return AttemptEnd(items=[], retry=retry)
+
+    def _give_up(self, rejected: list[ToolCallRejected], finish: Finish | None) -> AttemptEnd:
+        encoder = self.encoder
+        if finish is not None and finish.cut_by == "token_limit":
+            encoder.set_usage(self._total_usage)
+            return self._end("length", [*encoder.finish("length"), *encoder.end()])
+        return self._end("failed", encoder.error(self._failure(rejected)))
+
+    def _failure(self, rejected: list[ToolCallRejected]) -> dict[str, Any]:
+        said = " ".join(
+            event.verdict.message
+            or f"Tool call `{event.call.name}` (id {event.call.call_id}) was rejected."
+            for event in rejected
+        )
+        retries = self.attempt
+        asked = f"after {retries} {'retry' if retries == 1 else 'retries'}"
+        return {
+            "message": f"toolwire did not pass on a tool call the model sent ({asked}); "
+            f"no call was sent in its place. {said}",
+            "type": "toolwire_heal_failed",
+            "param": None,
+            "code": "tool_call_rejected",
+        }
+
+    def retry_refused(self, status: int, body: bytes) -> list[WireItem]:
+        """A retry's request got HTTP ``status``: the exchange fails with an in-band error."""
+        if self.outcome is not None:
+            return []
+        self._observer.attempt_ended(self.attempt, None, "http_error")
+        error = {
+            "message": f"toolwire asked the model again (retry {self.attempt}) after rejecting "
+            f"a tool call, and the server answered HTTP {status}: {cap_text(body, 1000)}",
+            "type": "toolwire_heal_failed",
+            "param": None,
+            "code": "retry_http_status",
+        }
+        return self._end("failed", self.encoder.error(error)).items
+
+    def _end(self, outcome: HealOutcome, items: list[WireItem]) -> AttemptEnd:
+        self.outcome = outcome
+        self._observer.finished(outcome)
+        return AttemptEnd(items=items)
+
+    def close(self) -> None:
+        """The exchange ended early (the client went away, an exception): say so once."""
+        if self.outcome is None:
+            self._observer.attempt_ended(self.attempt, self._usage, "cancelled")
+            self.outcome = "cancelled"
+            self._observer.finished("cancelled")

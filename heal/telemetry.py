@@ -1,0 +1,412 @@
+"""OpenTelemetry for healing: a span per healed call and per retry, and three counters.
+
+An exchange in which nothing was rejected costs one counter add per call and no span. Once a
+call is rejected, the exchange gets one ``toolwire.heal`` span (INTERNAL), and under it:
+
+- ``toolwire.heal.call {tool}``: one per rejected call, from its rejection until its fate is
+  known: ``healed`` (the next response brought valid calls in its place), ``rejected_again``
+  (the next response was rejected too: its calls have their own spans), ``no_call`` (the model
+  answered with no call), ``failed`` (retries ran out), ``upstream_error``, ``dropped``,
+  ``cancelled``. Status ERROR unless healed or rejected again.
+- ``toolwire.heal.retry``: one per retry request, from the request to the end of its response,
+  with its cause (``token_limit``, ``schema``, ``not_json``...: what cut the first rejected call,
+  or the judge's reason), the raised ``max_tokens`` when it was raised, its outcome and the usage
+  it added.
+
+Counters (every attribute from a closed vocabulary or bounded, as in
+:mod:`toolwire.stages.telemetry.metrics`): ``toolwire.heal.tool_calls`` by
+``toolwire.heal.outcome`` (``passed_through``: accepted in the first response; ``healed``:
+accepted in a retry's response; ``failed``: rejected, and no valid call took its place),
+``toolwire.heal.retries`` by cause, and ``toolwire.heal.retry.tokens`` by ``gen_ai.token.type``
+(the usage retries added). The ``toolwire.turn`` span and metrics of each response, retries
+included, come from the pipeline as usual.
+
+Providers are parameters (the global ones by default), never set globally; spans are started
+with ``start_span`` and never made current, so nothing is held across a ``yield``. Every span
+ends exactly once, on every path (the session reports ``finished`` exactly once, an early exit
+included). A telemetry failure is logged once per kind on ``toolwire.telemetry`` and never
+reaches the exchange. Content (toolwire's message to the model) is exported only with
+``capture_content``, through ``redact``, capped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from typing import Any
+
+from opentelemetry import metrics, trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from ..pipeline.events import ToolCallReady, ToolCallRejected, ToolCallRepaired, Usage
+from ..pipeline.version import __version__
+from ..stages.telemetry.metrics import MAX_DISTINCT_VALUES, OTHER
+from ..stages.telemetry.observer import (
+    DEFAULT_CONTENT_CAP,
+    Redactor,
+    capture_content_from_env,
+)
+from .encoder import add_usage
+from .session import AttemptOutcome, HealObserver, HealOutcome, NullHealObserver, Retry, heal_cause
+
+__all__ = ["HealInstruments", "HealRun", "HealTelemetry"]
+
+logger = logging.getLogger("toolwire.telemetry")
+
+#: A rejected call's open span, its tool name, and the response (attempt) that rejected it.
+_Pending = tuple[Span, str, int]
+_reported: set[str] = set()
+
+
+def _report(site: str) -> None:
+    """Log a telemetry failure once per site; must be called from an ``except`` block."""
+    if site not in _reported:
+        _reported.add(site)
+        logger.exception(
+            "toolwire heal telemetry failed (%s); the exchange goes on, later failures of this "
+            "kind are not logged",
+            site,
+        )
+
+
+class HealInstruments:
+    """The heal counters of one meter provider (created once per provider)."""
+
+    __slots__ = ("_calls", "_lock", "_retries", "_tokens", "_tools")
+
+    def __init__(self, meter: metrics.Meter) -> None:
+        self._calls = meter.create_counter(
+            "toolwire.heal.tool_calls",
+            unit="{call}",
+            description="Tool calls of healed exchanges by outcome: passed_through, healed, "
+            "failed.",
+        )
+        self._retries = meter.create_counter(
+            "toolwire.heal.retries",
+            unit="{retry}",
+            description="Retry requests toolwire sent to heal a rejected call, by cause.",
+        )
+        self._tokens = meter.create_counter(
+            "toolwire.heal.retry.tokens",
+            unit="{token}",
+            description="Tokens the retries added, by gen_ai.token.type (input, output).",
+        )
+        self._tools: set[str] = set()
+        self._lock = threading.Lock()
+
+    def _tool(self, name: str) -> str:
+        name = name[:128]
+        if name in self._tools:
+            return name
+        with self._lock:
+            if len(self._tools) >= MAX_DISTINCT_VALUES:
+                return OTHER
+            self._tools.add(name)
+            return name
+
+    def record_call(self, outcome: str, *, tool: str, provider: str) -> None:
+        """Count one call of a healed exchange."""
+        self._calls.add(
+            1,
+            {
+                "toolwire.heal.outcome": outcome,
+                "gen_ai.tool.name": self._tool(tool),
+                "gen_ai.provider.name": provider,
+            },
+        )
+
+    def record_retry(self, cause: str, *, provider: str) -> None:
+        """Count one retry request."""
+        self._retries.add(1, {"toolwire.heal.cause": cause, "gen_ai.provider.name": provider})
+
+    def record_tokens(self, usage: Usage, *, provider: str) -> None:
+        """Count the tokens one retry's response reported."""
+        for kind, count in (("input", usage.input_tokens), ("output", usage.output_tokens)):
+            if count:
+                self._tokens.add(
+                    count, {"gen_ai.token.type": kind, "gen_ai.provider.name": provider}
+                )
+
+
+_cache: weakref.WeakKeyDictionary[object, HealInstruments] = weakref.WeakKeyDictionary()
+_cache_lock = threading.Lock()
+
+
+def _instruments_for(meter_provider: metrics.MeterProvider | None) -> HealInstruments:
+    provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
+    with _cache_lock:
+        try:
+            cached = _cache.get(provider)
+        except TypeError:  # not weak-referenceable or not hashable: no caching
+            cached = None
+        if cached is None:
+            meter = metrics.get_meter("toolwire", __version__, meter_provider=provider)
+            cached = HealInstruments(meter)
+            try:
+                _cache[provider] = cached
+            except TypeError:
+                pass
+        return cached
+
+
+class HealTelemetry:
+    """Where healing reports to: plain, reusable configuration (see the module docstring)."""
+
+    __slots__ = ("capture_content", "content_cap", "meter_provider", "redact", "tracer_provider")
+
+    def __init__(
+        self,
+        *,
+        tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+        capture_content: bool | None = None,
+        redact: Redactor | None = None,
+        content_cap: int = DEFAULT_CONTENT_CAP,
+    ) -> None:
+        self.tracer_provider = tracer_provider
+        self.meter_provider = meter_provider
+        self.capture_content = capture_content
+        self.redact = redact
+        self.content_cap = content_cap
+
+    def start(self, provider: str) -> HealObserver:
+        """The observer of one exchange with ``provider`` (a ``gen_ai.provider.name``)."""
+        try:
+            tracer = trace.get_tracer("toolwire", __version__, self.tracer_provider)
+            instruments = _instruments_for(self.meter_provider)
+            capture = (
+                self.capture_content
+                if self.capture_content is not None
+                else capture_content_from_env()
+            )
+        except Exception:
+            _report("start")
+            return NullHealObserver()
+        return HealRun(
+            tracer,
+            instruments,
+            provider=provider,
+            capture=capture,
+            redact=self.redact,
+            content_cap=self.content_cap,
+        )
+
+
+class HealRun:
+    """The telemetry of one exchange: a :class:`~toolwire.heal.session.HealObserver`."""
+
+    __slots__ = (
+        "_accepted",
+        "_capture",
+        "_content_cap",
+        "_exchange",
+        "_instruments",
+        "_pending",
+        "_provider",
+        "_redact",
+        "_retries",
+        "_retry_span",
+        "_retry_usage",
+        "_tracer",
+    )
+
+    def __init__(
+        self,
+        tracer: trace.Tracer,
+        instruments: HealInstruments,
+        *,
+        provider: str,
+        capture: bool = False,
+        redact: Redactor | None = None,
+        content_cap: int = DEFAULT_CONTENT_CAP,
+    ) -> None:
+        self._tracer = tracer
+        self._instruments = instruments
+        self._provider = provider
+        self._capture = capture
+        self._redact = redact
+        self._content_cap = content_cap
+        self._exchange: Span | None = None
+        #: The spans of rejected calls whose fate is not known yet.
+        self._pending: list[_Pending] = []
+        self._retry_span: Span | None = None
+        self._accepted: dict[int, int] = {}
+        self._retries = 0
+        self._retry_usage: Usage | None = None
+
+    # -- the observer ------------------------------------------------------------------------
+
+    def call_accepted(self, event: ToolCallReady | ToolCallRepaired, attempt: int) -> None:
+        """Count a call sent to the client."""
+        try:
+            self._accepted[attempt] = self._accepted.get(attempt, 0) + 1
+            self._instruments.record_call(
+                "passed_through" if attempt == 0 else "healed",
+                tool=event.call.name,
+                provider=self._provider,
+            )
+        except Exception:
+            _report("call")
+
+    def call_rejected(self, event: ToolCallRejected, attempt: int) -> None:
+        """Open the span of a rejected call (and the exchange's, on the first)."""
+        try:
+            call = event.call
+            verdict = event.verdict
+            attributes: dict[str, Any] = {
+                "gen_ai.tool.name": call.name,
+                "gen_ai.tool.call.id": call.call_id,
+                "gen_ai.tool.type": "function",
+                "gen_ai.provider.name": self._provider,
+                "toolwire.heal.cause": heal_cause(event),
+                "toolwire.heal.attempt": attempt,
+                "toolwire.truncated": call.truncated or verdict.truncated,
+            }
+            if verdict.reason is not None:
+                attributes["toolwire.reject.reason"] = verdict.reason
+            if call.cut_by is not None:
+                attributes["toolwire.cut_by"] = call.cut_by
+            if self._capture and verdict.message:
+                text = self._content(verdict.message)
+                if text is not None:
+                    attributes["toolwire.heal.message"] = text
+            span = self._tracer.start_span(
+                f"toolwire.heal.call {call.name}",
+                context=self._parent(),
+                kind=SpanKind.INTERNAL,
+                attributes=attributes,
+            )
+            self._pending.append((span, call.name, attempt))
+        except Exception:
+            _report("call span")
+
+    def retry_started(self, retry: Retry) -> None:
+        """Open the span of a retry request and count it."""
+        try:
+            self._retries += 1
+            attributes: dict[str, Any] = {
+                "gen_ai.provider.name": self._provider,
+                "toolwire.heal.attempt": retry.attempt,
+                "toolwire.heal.cause": retry.cause,
+                "toolwire.heal.causes": list(retry.causes),
+                "toolwire.heal.max_tokens_raised": retry.max_tokens is not None,
+            }
+            if retry.max_tokens is not None:
+                attributes["gen_ai.request.max_tokens"] = retry.max_tokens
+            self._retry_span = self._tracer.start_span(
+                "toolwire.heal.retry",
+                context=self._parent(),
+                kind=SpanKind.INTERNAL,
+                attributes=attributes,
+            )
+            self._instruments.record_retry(retry.cause, provider=self._provider)
+        except Exception:
+            _report("retry span")
+
+    def attempt_ended(self, attempt: int, usage: Usage | None, outcome: AttemptOutcome) -> None:
+        """End the retry's span; settle the calls earlier responses rejected."""
+        try:
+            if attempt == 0:
+                return
+            self._end_retry(usage, outcome)
+            earlier = [entry for entry in self._pending if entry[2] < attempt]
+            if outcome == "accepted":
+                healed = self._accepted.get(attempt, 0) > 0
+                self._settle(earlier, "healed" if healed else "no_call")
+            elif outcome == "rejected":
+                self._settle(earlier, "rejected_again")
+        except Exception:
+            _report("attempt")
+
+    def finished(self, outcome: HealOutcome) -> None:
+        """End every span still open, exactly once."""
+        try:
+            if self._retry_span is not None:
+                self._end_retry(None, "cancelled")
+            settled = {
+                "healed": "healed",
+                "passed": "healed",
+                "length": "failed",
+                "failed": "failed",
+            }.get(outcome, outcome)
+            self._settle(list(self._pending), settled)
+            exchange = self._exchange
+            if exchange is not None:
+                self._exchange = None
+                exchange.set_attribute("toolwire.heal.outcome", outcome)
+                exchange.set_attribute("toolwire.heal.retries", self._retries)
+                usage = self._retry_usage
+                if usage is not None and usage.input_tokens is not None:
+                    exchange.set_attribute("toolwire.heal.retry.input_tokens", usage.input_tokens)
+                if usage is not None and usage.output_tokens is not None:
+                    exchange.set_attribute(
+                        "toolwire.heal.retry.output_tokens", usage.output_tokens
+                    )
+                if outcome not in ("healed", "passed", "cancelled"):
+                    exchange.set_status(Status(StatusCode.ERROR))
+                    exchange.set_attribute("error.type", outcome)
+                exchange.end()
+        except Exception:
+            _report("finish")
+
+    # -- spans -------------------------------------------------------------------------------
+
+    def _parent(self) -> Any:
+        if self._exchange is None:
+            self._exchange = self._tracer.start_span(
+                "toolwire.heal",
+                kind=SpanKind.INTERNAL,
+                attributes={"gen_ai.provider.name": self._provider},
+            )
+        return trace.set_span_in_context(self._exchange)
+
+    def _settle(self, entries: list[_Pending], outcome: str) -> None:
+        for entry in entries:
+            if entry not in self._pending:
+                continue
+            self._pending.remove(entry)
+            span, name, _ = entry
+            try:
+                span.set_attribute("toolwire.heal.outcome", outcome)
+                if outcome not in ("healed", "rejected_again", "cancelled"):
+                    span.set_status(Status(StatusCode.ERROR))
+                    span.set_attribute("error.type", outcome)
+                    self._instruments.record_call("failed", tool=name, provider=self._provider)
+            finally:
+                span.end()
+
+    def _end_retry(self, usage: Usage | None, outcome: str) -> None:
+        span, self._retry_span = self._retry_span, None
+        if span is None:
+            return
+        try:
+            span.set_attribute("toolwire.heal.retry.outcome", outcome)
+            if usage is not None:
+                if usage.input_tokens is not None:
+                    span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+                if usage.output_tokens is not None:
+                    span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+                self._instruments.record_tokens(usage, provider=self._provider)
+                self._add_retry_usage(usage)
+            if outcome not in ("accepted", "rejected", "cancelled"):
+                span.set_status(Status(StatusCode.ERROR))
+                span.set_attribute("error.type", outcome)
+        finally:
+            span.end()
+
+    def _add_retry_usage(self, usage: Usage) -> None:
+        self._retry_usage = add_usage(self._retry_usage, usage)
+
+    def _content(self, text: str) -> str | None:
+        if self._redact is not None:
+            try:
+                redacted = self._redact(text)
+            except Exception:
+                _report("redact")
+                return None
+            if redacted is None:
+                return None
+            text = redacted
+        cap = self._content_cap
+        return text if len(text) <= cap else f"{text[:cap]}… ({len(text)} characters)"

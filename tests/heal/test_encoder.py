@@ -1,0 +1,363 @@
+"""The re-encoder, sans-I/O: judged events back into Chat Completions chunks.
+
+The round trip is the contract: re-encoding a judged stream and reading it back with toolwire
+gives the same Turn, less the calls that were rejected (which never reach a client), with the
+finish corrected for the token limit. It is checked on every recorded Chat stream and on
+generated ones; the rest pins down each rule of ``heal/encoder.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+from _toolwire_testdata import chat_chunk, chat_recordings, data_payloads, load_stream, sse_body
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import toolwire
+from toolwire.heal import ChatChunkEncoder, encode_events, sse_frame
+from toolwire.heal.encoder import DONE, client_finish_reason
+from toolwire.pipeline.events import (
+    Event,
+    Finish,
+    ProviderError,
+    ResponseInfo,
+    StreamEnd,
+    TextDelta,
+    Usage,
+)
+from toolwire.pipeline.turn import Turn
+
+pytestmark = pytest.mark.anyio
+
+WRITE = {
+    "type": "function",
+    "function": {
+        "name": "write",
+        "parameters": {
+            "type": "object",
+            "required": ["path", "content"],
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        },
+    },
+}
+
+
+def _provider_of(recording: str) -> str:
+    return "llama-cpp" if recording.startswith("llama-cpp-python/") else "openai-chat"
+
+
+async def _judged(body: bytes, provider: str = "openai-chat", **options: Any) -> list[Event]:
+    pipeline = toolwire.Pipeline(provider, **options)
+    return [event async for event in pipeline.stream(body)]
+
+
+def _chunks(body: bytes) -> list[dict[str, Any]]:
+    return [json.loads(p) for p in data_payloads(body) if p.strip() != b"[DONE]"]
+
+
+def _client_calls(body: bytes) -> list[dict[str, Any]]:
+    """Every tool-call fragment the encoded body carries, in order."""
+    return [
+        fragment
+        for chunk in _chunks(body)
+        for choice in chunk.get("choices", ())
+        for fragment in choice["delta"].get("tool_calls") or ()
+    ]
+
+
+@pytest.mark.parametrize("recording", chat_recordings())
+async def test_every_recording_round_trips(anyio_backend: str, recording: str) -> None:
+    provider = _provider_of(recording)
+    pipeline = toolwire.Pipeline(provider)
+    body = load_stream(recording)
+    events = [event async for event in pipeline.stream(body)]
+    original = await pipeline.collect(body)
+    encoded = encode_events(events)
+    again = await pipeline.collect(encoded)
+
+    accepted = [call for call in original.calls if call.may_run]
+    assert [(c.call_id, c.name, c.arguments) for c in again.calls] == [
+        (c.call_id, c.name, c.arguments) for c in accepted
+    ]
+    assert [c.index for c in again.calls] == list(range(len(accepted)))
+    for before, after in zip(accepted, again.calls, strict=True):
+        if before.outcome == "ok":
+            assert after.arguments_raw == before.arguments_raw  # byte for byte
+    assert (again.text, again.reasoning, again.usage) == (
+        original.text,
+        original.reasoning,
+        original.usage,
+    )
+    assert (again.model, again.response_id) == (original.model, original.response_id)
+    assert again.stop_reason == original.stop_reason
+    if original.stop_reason == "disconnected":
+        assert b"[DONE]" not in encoded
+        return
+    finish = next(event for event in events if isinstance(event, Finish))
+    assert again.finish_raw == client_finish_reason(finish, calls_sent=bool(accepted))
+    if original.cut_by == "token_limit":
+        assert again.finish_raw == "length"
+    if not original.rejected and original.finish_raw is not None:
+        assert again == original  # nothing to correct: the very same Turn
+
+
+async def test_a_hidden_length_finish_is_reported_as_length(anyio_backend: str) -> None:
+    """llama-cpp-python says ``tool_calls`` for a call cut at ``max_tokens``."""
+    body = load_stream("llama-cpp-python/write_max_tokens_24_cut_mid_string.real.sse")
+    assert b'"finish_reason": "tool_calls"' in body
+    encoded = encode_events(await _judged(body, "llama-cpp", max_tokens=24))
+    finishes = [
+        choice["finish_reason"]
+        for chunk in _chunks(encoded)
+        for choice in chunk.get("choices", ())
+        if choice["finish_reason"] is not None
+    ]
+    assert finishes == ["length"]
+    assert _client_calls(encoded) == []  # the cut call never reaches the client
+
+
+async def test_an_ok_call_keeps_its_bytes_and_a_repaired_one_is_compact_json(
+    anyio_backend: str,
+) -> None:
+    odd_but_valid = '{ "path" :"a.txt",\n  "content": "x\\u00e9" }'
+    trailing_comma = '{"path": "b.txt", "content": "y",}'
+    body = sse_body(
+        [
+            chat_chunk({"role": "assistant", "content": None}),
+            chat_chunk({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                                        "function": {"name": "write", "arguments": ""}}]}),
+            chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": odd_but_valid}}]}),
+            chat_chunk({"tool_calls": [{"index": 1, "id": "c2", "type": "function",
+                                        "function": {"name": "write",
+                                                     "arguments": trailing_comma}}]}),
+            chat_chunk(finish_reason="tool_calls"),
+        ]
+    )
+    encoded = encode_events(await _judged(body, tools=[WRITE]))
+    calls = _client_calls(encoded)
+    assert [call["function"]["arguments"] for call in calls] == [
+        odd_but_valid,
+        '{"path":"b.txt","content":"y"}',
+    ]
+    assert [(call["index"], call["id"], call["type"]) for call in calls] == [
+        (0, "c1", "function"),
+        (1, "c2", "function"),
+    ]
+
+
+async def test_rejected_calls_leave_no_gap_in_the_client_indices(anyio_backend: str) -> None:
+    """The server numbered the calls from 1; the middle one is rejected: the client sees 0, 1."""
+    fragments = [
+        (1, "c1", '{"path": "a", "content": "1"}'),
+        (2, "c2", '{"path": "b"}'),  # schema: content is required
+        (3, "c3", '{"path": "c", "content": "3"}'),
+    ]
+    body = sse_body(
+        [
+            chat_chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                        "function": {"name": "write", "arguments": raw}}]})
+            for index, call_id, raw in fragments
+        ]
+        + [chat_chunk(finish_reason="tool_calls")]
+    )
+    encoded = encode_events(await _judged(body, tools=[WRITE]))
+    assert [(call["index"], call["id"]) for call in _client_calls(encoded)] == [
+        (0, "c1"),
+        (1, "c3"),
+    ]
+
+
+async def test_ids_are_toolwire_s_synthesized_and_unique(anyio_backend: str) -> None:
+    """No id from the server, then a repeated id: the client gets the ids history uses."""
+    body = sse_body(
+        [
+            chat_chunk({"tool_calls": [{"index": 0, "type": "function",
+                                        "function": {"name": "write",
+                                                     "arguments": '{"path":"a","content":"1"}'}}]}),
+            chat_chunk({"tool_calls": [{"index": 1, "id": "same", "type": "function",
+                                        "function": {"name": "write",
+                                                     "arguments": '{"path":"b","content":"2"}'}}]}),
+            chat_chunk({"tool_calls": [{"index": 2, "id": "same", "type": "function",
+                                        "function": {"name": "write",
+                                                     "arguments": '{"path":"c","content":"3"}'}}]}),
+            chat_chunk(finish_reason="tool_calls"),
+        ]
+    )
+    events = await _judged(body, tools=[WRITE])
+    turn = await toolwire.Pipeline("openai-chat", tools=[WRITE]).collect(body)
+    ids = [call["id"] for call in _client_calls(encode_events(events))]
+    assert ids[1:] == ["same", "same~2"]
+    assert ids[0].startswith("toolwire-")
+    assert len(set(ids)) == 3
+    # Synthesized ids are random per run: the client's ids are those of the run it was sent.
+    assert [c.call_id for c in turn.calls][1:] == ids[1:]
+
+
+def test_an_id_sent_before_gets_a_suffix() -> None:
+    """Two responses of one healed turn may reuse an id; the client sees one id per call."""
+    encoder = ChatChunkEncoder(created=1)
+    call = toolwire.ToolCallReady(
+        call=toolwire.ToolCallComplete(
+            call_id="c", name="write", index=0, arguments_raw='{"path":"a","content":"b"}'
+        ),
+        verdict=toolwire.Verdict(outcome="ok", arguments={"path": "a", "content": "b"}),
+    )
+    first = encoder.call(call)
+    second = encoder.call(call)
+    ids = [item["choices"][0]["delta"]["tool_calls"][0]["id"] for item in (*first, *second)
+           if isinstance(item, dict) and item["choices"][0]["delta"].get("tool_calls")]
+    assert ids == ["c", "c~h2"]
+
+
+def test_text_goes_out_at_once_after_the_role() -> None:
+    encoder = ChatChunkEncoder(created=7)
+    opened = encoder.feed(ResponseInfo(model="m", response_id="r"))
+    assert [item["choices"][0]["delta"] for item in opened if isinstance(item, dict)] == [
+        {"role": "assistant", "content": None}
+    ]
+    (chunk,) = encoder.feed(TextDelta(text="Hel"))
+    assert isinstance(chunk, dict)
+    assert chunk["choices"][0]["delta"] == {"content": "Hel"}
+    assert (chunk["id"], chunk["model"], chunk["created"]) == ("r", "m", 7)
+
+
+@pytest.mark.parametrize("send_usage", [True, False])
+def test_usage_goes_out_after_the_finish_only_when_asked(send_usage: bool) -> None:
+    encoder = ChatChunkEncoder(usage=send_usage)
+    items = [
+        *encoder.feed(ResponseInfo(model="m", response_id="r")),
+        *encoder.feed(Usage(input_tokens=10, output_tokens=5, total_tokens=15)),
+        *encoder.feed(Finish(reason="end_turn", raw="stop")),
+        *encoder.feed(StreamEnd(terminated=True)),
+    ]
+    assert items[-1] is DONE
+    finish_chunk = items[1]
+    assert isinstance(finish_chunk, dict)
+    assert finish_chunk["choices"][0]["finish_reason"] == "stop"
+    usage_chunks = [i for i in items if isinstance(i, dict) and "usage" in i]
+    if send_usage:
+        assert usage_chunks == [
+            {
+                "id": "r",
+                "object": "chat.completion.chunk",
+                "created": encoder.created,
+                "model": "m",
+                "choices": [],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            }
+        ]
+        assert items.index(usage_chunks[0]) == len(items) - 2
+    else:
+        assert usage_chunks == []
+
+
+async def test_an_in_band_error_goes_out_as_the_server_wrote_it(anyio_backend: str) -> None:
+    error = {"message": "The server is overloaded", "type": "server_error", "code": "overloaded"}
+    body = sse_body([chat_chunk({"content": "Hi"}), {"error": error}])
+    encoded = encode_events(await _judged(body))
+    assert _chunks(encoded)[-1] == {"error": error}
+    assert b"[DONE]" not in encoded  # nothing follows an error
+    turn = await toolwire.collect(encoded)
+    assert turn.stop_reason == "error"
+    assert turn.errors[0].message == "The server is overloaded"
+
+
+def test_a_body_that_is_no_stream_is_described() -> None:
+    encoder = ChatChunkEncoder()
+    items = encoder.feed(
+        ProviderError(message="not an event stream: <html>", kind="not_a_stream", fatal=True)
+    )
+    assert items == [
+        {
+            "error": {
+                "message": "not an event stream: <html>",
+                "type": "toolwire_upstream_error",
+                "param": None,
+                "code": "not_a_stream",
+            }
+        }
+    ]
+    assert encoder.end() == []
+
+
+def test_sse_frame_is_what_the_chat_mapper_reads() -> None:
+    assert sse_frame([{"a": 1}, DONE]) == b'data: {"a":1}\n\ndata: [DONE]\n\n'
+
+
+@pytest.mark.parametrize(
+    ("finish", "calls_sent", "expected"),
+    [
+        (Finish(reason="length", raw="tool_calls", cut_by="token_limit"), False, "length"),
+        (Finish(reason="tool_calls", raw="tool_calls"), True, "tool_calls"),
+        (Finish(reason="tool_calls", raw="tool_calls"), False, "stop"),
+        (Finish(reason="tool_calls", raw="stop"), True, "stop"),
+        (Finish(reason="tool_calls", raw=None), True, "tool_calls"),
+        (Finish(reason="end_turn", raw=None), False, "stop"),
+        (Finish(reason="content_filter", raw="content_filter"), False, "content_filter"),
+    ],
+)
+def test_the_client_finish_reason(finish: Finish, calls_sent: bool, expected: str) -> None:
+    assert client_finish_reason(finish, calls_sent=calls_sent) == expected
+
+
+# -- generated streams -------------------------------------------------------------------------
+
+_JSON_LEAF = st.none() | st.booleans() | st.integers(-(10**9), 10**9) | st.text(max_size=12)
+_ARGUMENTS = st.dictionaries(
+    st.text(max_size=8),
+    st.recursive(
+        _JSON_LEAF,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                    max_size=3),
+        max_leaves=6,
+    ),
+    max_size=4,
+)
+
+
+def _stream_of(texts: list[str], calls: list[dict[str, Any]], piece: int) -> bytes:
+    chunks: list[dict[str, Any]] = [chat_chunk({"role": "assistant", "content": ""})]
+    chunks += [chat_chunk({"content": text}) for text in texts if text]
+    for index, arguments in enumerate(calls):
+        raw = json.dumps(arguments, ensure_ascii=False)
+        chunks.append(chat_chunk({"tool_calls": [{"index": index, "id": f"call_{index}",
+                                                  "type": "function",
+                                                  "function": {"name": "tool", "arguments": ""}}]}))
+        for start in range(0, len(raw), piece):
+            chunks.append(chat_chunk({"tool_calls": [{"index": index, "function": {
+                "arguments": raw[start : start + piece]}}]}))
+    chunks.append(chat_chunk(finish_reason="tool_calls" if calls else "stop"))
+    chunks.append({**chat_chunk(), "choices": [],
+                   "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}})
+    return sse_body(chunks)
+
+
+async def _round_trip(body: bytes) -> tuple[Turn, Turn, bytes]:
+    pipeline = toolwire.Pipeline("openai-chat")
+    original = await pipeline.collect(body)
+    encoded = encode_events([event async for event in pipeline.stream(body)])
+    return original, await pipeline.collect(encoded), encoded
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    texts=st.lists(st.text(max_size=10), max_size=4),
+    calls=st.lists(_ARGUMENTS, max_size=3),
+    piece=st.integers(1, 9),
+)
+def test_any_generated_stream_round_trips(
+    texts: list[str], calls: list[dict[str, Any]], piece: int
+) -> None:
+    original, again, encoded = anyio.run(_round_trip, _stream_of(texts, calls, piece))
+    assert [c.outcome for c in original.calls] == ["ok"] * len(calls)
+    assert again == original
+    # Each call goes out whole, once, with its arguments exactly as the model sent them.
+    assert [json.loads(call["function"]["arguments"]) for call in _client_calls(encoded)] == calls
+    assert msgspec.json.decode(encoded.split(b"data: ")[1]) ["choices"][0]["delta"]["role"] == (
+        "assistant"
+    )
