@@ -24,6 +24,17 @@ VECTORS = SHARED / "vectors"
 #: The recordings of Chat-Completions-style servers (one mapper serves all three folders).
 CHAT_FOLDERS = ("openai-chat", "openai-compatible", "llama-cpp-python")
 
+#: Every folder of recordings -> the provider name it is read as.
+PROVIDER_OF_FOLDER: dict[str, str] = {
+    "openai-chat": "openai-chat",
+    "openai-compatible": "openai-compatible",
+    "llama-cpp-python": "llama-cpp",
+    "openai-responses": "openai-responses",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "ollama": "ollama",
+}
+
 
 @pytest.fixture(params=[pytest.param("asyncio", id="asyncio"), pytest.param("trio", id="trio")])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
@@ -60,6 +71,18 @@ def chat_recordings() -> list[str]:
         for folder in CHAT_FOLDERS
         for path in sorted((STREAMS / folder).iterdir())
         if path.suffix == ".sse"
+    ]
+    assert found, f"no recordings under {STREAMS}"
+    return found
+
+
+def every_recording() -> list[tuple[str, str]]:
+    """``(relative path, provider name)`` of every recording (SSE and NDJSON), folder by folder."""
+    found = [
+        (f"{folder}/{path.name}", provider)
+        for folder, provider in PROVIDER_OF_FOLDER.items()
+        for path in sorted((STREAMS / folder).iterdir())
+        if path.suffix in (".sse", ".ndjson")
     ]
     assert found, f"no recordings under {STREAMS}"
     return found

@@ -26,7 +26,11 @@ ALLOWED: dict[str, frozenset[str]] = {
     "testing": frozenset({"stages", "judge", "pipeline"}),
     "recordings": frozenset(),
     "api": frozenset({"loop", "stages", "adapters", "judge", "pipeline"}),
-    "cli": frozenset({"api", "loop", "stages", "adapters", "judge", "pipeline", "recordings"}),
+    # Self-healing (the proxy and the httpx transport) is built on the public entry points.
+    "heal": frozenset({"api", "loop", "stages", "adapters", "judge", "pipeline"}),
+    "cli": frozenset(
+        {"heal", "api", "loop", "stages", "adapters", "judge", "pipeline", "recordings"}
+    ),
 }
 #: The package's own ``__init__`` re-exports the public API from every layer but the CLI.
 TOP_INIT_ALLOWED = frozenset(ALLOWED) - {"cli"}

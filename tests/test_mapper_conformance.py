@@ -3,27 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from _toolwire_testdata import STREAMS
+from _toolwire_testdata import STREAMS, every_recording
 
 from toolwire.adapters.registry import provider
 from toolwire.testing import check_mapper
 
-FOLDERS = {
-    "openai-chat": "openai-chat",
-    "openai-compatible": "openai-compatible",
-    "llama-cpp-python": "llama-cpp",
-    "openai-responses": "openai-responses",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "ollama": "ollama",
-}
-
-CASES = [
-    (f"{folder}/{path.name}", name)
-    for folder, name in FOLDERS.items()
-    for path in sorted((STREAMS / folder).iterdir())
-    if path.suffix in (".sse", ".ndjson")
-]
+CASES = every_recording()
 
 
 @pytest.mark.parametrize(("recording", "name"), CASES)

@@ -12,7 +12,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import _recorded_turns as recorded
 import pytest
+from _recorded_turns import Call as RecordedCall
+from _recorded_turns import ExpectedTurn
 from _toolwire_testdata import STREAMS, aiter_items, json_chunks, load_stream
 from anthropic.types import (
     RawContentBlockDeltaEvent,
@@ -26,13 +29,6 @@ from pydantic import BaseModel
 
 import toolwire
 from toolwire.adapters.anthropic import PROVIDERS, recorded_content
-from toolwire.pipeline.events import (
-    Finish,
-    StreamEnd,
-    ToolCallArgumentsDelta,
-    ToolCallComplete,
-    ToolCallStarted,
-)
 from toolwire.pipeline.turn import Turn
 from toolwire.testing import check_mapper
 
@@ -42,28 +38,15 @@ FOLDER = "anthropic"
 
 
 @dataclass(frozen=True)
-class Call:
-    call_id: str
-    name: str
-    index: int
-    raw: str
-    truncated: bool = False
+class Call(RecordedCall):
     #: The judge's outcome with the default policy and no tool schemas.
     outcome: str = "ok"
 
 
-@dataclass(frozen=True)
-class Expected:
-    model: str
+@dataclass(frozen=True, kw_only=True)
+class Expected(ExpectedTurn):
     response_id: str
-    calls: tuple[Call, ...] = ()
-    text: str = ""
-    reasoning: str = ""
-    stop: str = "tool_calls"
     finish_raw: str | None = "tool_use"
-    truncated: bool = False
-    evidence: tuple[str, ...] = ()
-    cut_by: str | None = None
     #: (input, output, total, reasoning) tokens of the last usage report.
     usage: tuple[int | None, int | None, int | None, int | None] | None = None
     #: ``message_stop`` is in the file.
@@ -225,23 +208,12 @@ def test_expected_raw_strings_are_what_they_claim() -> None:
 def assert_turn(turn: Turn, expected: Expected) -> None:
     assert turn.text == expected.text
     assert turn.reasoning == expected.reasoning
-    got = [(c.call_id, c.name, c.index, c.arguments_raw, c.truncated) for c in turn.calls]
-    want = [(c.call_id, c.name, c.index, c.raw, c.truncated) for c in expected.calls]
-    assert got == want
+    assert recorded.call_rows(turn) == recorded.expected_rows(expected.calls)
     assert all(not c.id_synthesized and c.provider_id is None for c in turn.calls)
-    assert turn.stop_reason == expected.stop
-    assert turn.finish_raw == expected.finish_raw
-    assert turn.truncated is expected.truncated
-    assert turn.truncation_evidence == expected.evidence
+    recorded.assert_finish(turn, expected)
     assert turn.cut_by == expected.cut_by
     assert turn.usage is not None
-    usage = turn.usage
-    assert (
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.total_tokens,
-        usage.reasoning_tokens,
-    ) == expected.usage
+    assert recorded.usage_row(turn.usage) == expected.usage
     if expected.error is None:
         assert turn.errors == ()
     else:
@@ -266,8 +238,7 @@ async def test_recording_bytes_replay(name: str) -> None:
 @pytest.mark.parametrize("name", RECORDINGS)
 @pytest.mark.parametrize("read_size", [1, 7, 64, 65536])
 async def test_recording_as_async_reads(name: str, read_size: int) -> None:
-    body = body_of(name)
-    reads = [body[i : i + read_size] for i in range(0, len(body), read_size)]
+    reads = recorded.in_reads(body_of(name), read_size)
     turn = await toolwire.collect(aiter_items(reads), "anthropic", judge=False)
     assert_turn(turn, EXPECTED[name])
 
@@ -304,21 +275,12 @@ async def test_recording_event_sequence(name: str) -> None:
     """Started once per call, before its deltas; complete once; Finish then StreamEnd last."""
     events = [e async for e in toolwire.stream(body_of(name), "anthropic", judge=False)]
     expected = EXPECTED[name]
-    assert isinstance(events[-1], StreamEnd)
-    assert events[-1].terminated is expected.terminated
-    assert isinstance(events[-2], Finish)
-    assert sum(isinstance(e, Finish | StreamEnd) for e in events) == 2
-    started = [e for e in events if isinstance(e, ToolCallStarted)]
-    complete = [e for e in events if isinstance(e, ToolCallComplete)]
+    recorded.assert_stream_ends(events, terminated=expected.terminated)
+    started, complete = recorded.started_and_complete(events)
     assert [e.call_id for e in started] == [c.call_id for c in expected.calls]
     assert [e.call_id for e in complete] == [c.call_id for c in expected.calls]
     for call in expected.calls:
-        deltas = [
-            e.delta
-            for e in events
-            if isinstance(e, ToolCallArgumentsDelta) and e.call_id == call.call_id
-        ]
-        assert "".join(deltas) == call.raw
+        assert recorded.joined_deltas(events, call.call_id) == call.raw
         (done,) = [e for e in complete if e.call_id == call.call_id]
         # A whole block closes on its content_block_stop; a cut one at the finish.
         assert done.closed_by == ("finish" if call.truncated else "call_end")

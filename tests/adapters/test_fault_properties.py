@@ -13,47 +13,21 @@ import re
 
 import anyio
 import pytest
-from _toolwire_testdata import STREAMS
+from _mapper_properties import split_after
+from _toolwire_testdata import STREAMS, every_recording
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolwire
 
-#: folder of recordings -> the provider name it is read as.
-FOLDERS: dict[str, str] = {
-    "openai-chat": "openai-chat",
-    "openai-compatible": "openai-compatible",
-    "llama-cpp-python": "llama-cpp",
-    "openai-responses": "openai-responses",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "ollama": "ollama",
-}
-
 _SSE_EVENT = re.compile(rb"(?:\r\n|\r|\n){2,}")
-
-
-def recordings() -> list[tuple[str, str]]:
-    found = []
-    for folder, provider in FOLDERS.items():
-        for path in sorted((STREAMS / folder).iterdir()):
-            if path.suffix in (".sse", ".ndjson"):
-                found.append((f"{folder}/{path.name}", provider))
-    assert found
-    return found
 
 
 def pieces_of(body: bytes, ndjson: bool) -> list[bytes]:
     """The events (SSE, separators kept) or lines (NDJSON) of a body, in order."""
     if ndjson:
         return body.splitlines(keepends=True)
-    pieces, start = [], 0
-    for match in _SSE_EVENT.finditer(body):
-        pieces.append(body[start : match.end()])
-        start = match.end()
-    if start < len(body):
-        pieces.append(body[start:])
-    return pieces
+    return split_after(body, _SSE_EVENT)
 
 
 def damage(piece: bytes, how: str, ndjson: bool) -> bytes:
@@ -85,7 +59,7 @@ async def _collect(body: bytes, provider: str) -> toolwire.Turn:
     return await toolwire.collect(body, provider)
 
 
-RECORDINGS = recordings()
+RECORDINGS = every_recording()
 
 
 @pytest.mark.parametrize(("name", "provider"), RECORDINGS)

@@ -15,21 +15,16 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+import _recorded_turns as recorded
 import msgspec
 import pytest
+from _recorded_turns import ExpectedTurn
 from _toolwire_testdata import STREAMS, aiter_items, json_chunks, load_stream
 from google.genai import types
 
 import toolwire
 from toolwire.adapters.gemini import PROVIDERS
-from toolwire.pipeline.events import (
-    Finish,
-    StreamEnd,
-    ToolCallArgumentsDelta,
-    ToolCallComplete,
-    ToolCallRejected,
-    ToolCallStarted,
-)
+from toolwire.pipeline.events import ToolCallArgumentsDelta, ToolCallRejected, ToolCallStarted
 from toolwire.pipeline.turn import Turn
 from toolwire.testing import check_mapper
 
@@ -49,18 +44,11 @@ class Call:
     arguments: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class Expected:
-    model: str | None
+@dataclass(frozen=True, kw_only=True)
+class Expected(ExpectedTurn):
     response_id: str | None
     usage: tuple[int | None, int | None, int | None, int | None]
-    calls: tuple[Call, ...] = ()
-    text: str = ""
-    stop: str = "tool_calls"
-    finish_raw: str = "STOP"
-    truncated: bool = False
-    evidence: tuple[str, ...] = ()
-    cut_by: str | None = None
+    finish_raw: str | None = "STOP"
     #: Argument deltas, in order, for every call.
     deltas: tuple[str, ...] | None = None
 
@@ -193,19 +181,10 @@ def assert_turn(turn: Turn, expected: Expected, *, judged: bool = False) -> None
             "rejected" if c.outcome == "rejected" and c.reason == "not_json" else "unjudged"
             for c in expected.calls
         ]
-    assert turn.stop_reason == expected.stop
-    assert turn.finish_raw == expected.finish_raw
-    assert turn.truncated is expected.truncated
-    assert turn.truncation_evidence == expected.evidence
+    recorded.assert_finish(turn, expected)
     assert turn.cut_by == expected.cut_by
     assert turn.usage is not None
-    usage = turn.usage
-    assert (
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.total_tokens,
-        usage.reasoning_tokens,
-    ) == expected.usage
+    assert recorded.usage_row(turn.usage) == expected.usage
     assert turn.errors == ()
     assert turn.model == expected.model
     assert turn.response_id == expected.response_id
@@ -221,8 +200,7 @@ async def test_recording_bytes_replay(name: str) -> None:
 @pytest.mark.parametrize("name", RECORDINGS)
 @pytest.mark.parametrize("read_size", [1, 7, 64, 65536])
 async def test_recording_as_async_reads(name: str, read_size: int) -> None:
-    body = load_stream(name)
-    reads = [body[i : i + read_size] for i in range(0, len(body), read_size)]
+    reads = recorded.in_reads(load_stream(name), read_size)
     turn = await toolwire.collect(aiter_items(reads), "gemini", judge=False)
     assert_turn(turn, EXPECTED[name])
 
@@ -263,27 +241,18 @@ async def test_recording_event_sequence(name: str) -> None:
     """Started once per call, before its deltas; complete once; Finish then StreamEnd last."""
     events = [e async for e in toolwire.stream(load_stream(name), "gemini", judge=False)]
     expected = EXPECTED[name]
-    assert isinstance(events[-1], StreamEnd)
     # No terminator in this protocol: a finish reason and a clean end of the body is one.
-    assert events[-1].terminated is True
-    assert isinstance(events[-2], Finish)
-    assert sum(isinstance(e, Finish | StreamEnd) for e in events) == 2
-    started = [e for e in events if isinstance(e, ToolCallStarted)]
-    complete = [e for e in events if isinstance(e, ToolCallComplete)]
+    recorded.assert_stream_ends(events, terminated=True)
+    started, complete = recorded.started_and_complete(events)
     rejected = [e for e in events if isinstance(e, ToolCallRejected)]
     assert [e.call_id for e in started] == [e.call_id for e in complete]
     assert len(started) + len(rejected) == len(expected.calls)
     deltas = tuple(e.delta for e in events if isinstance(e, ToolCallArgumentsDelta))
     assert deltas == expected.deltas
     for call in complete:
-        positions = [
-            i
-            for i, e in enumerate(events)
-            if isinstance(e, ToolCallStarted | ToolCallArgumentsDelta | ToolCallComplete)
-            and e.call_id == call.call_id
-        ]
-        assert isinstance(events[positions[0]], ToolCallStarted)
-        assert events[positions[-1]] is call
+        own = recorded.call_events(events, call.call_id)
+        assert isinstance(own[0], ToolCallStarted)
+        assert own[-1] is call
         assert call.arguments_form == "object"
         assert call.closed_by == ("finish" if call.truncated else "call_end")
 

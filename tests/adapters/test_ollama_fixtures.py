@@ -13,15 +13,16 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import _recorded_turns as recorded
 import msgspec
 import pytest
+from _recorded_turns import Call, ExpectedTurn
 from _toolwire_testdata import aiter_items, load_stream
 from ollama import ChatResponse
 
 import toolwire
 from toolwire.adapters.ollama import PROVIDERS, finish_reason_from_ollama
 from toolwire.pipeline import accumulate
-from toolwire.pipeline.events import Finish, StreamEnd, ToolCallComplete, ToolCallStarted
 from toolwire.pipeline.turn import Turn
 from toolwire.testing import check_mapper
 
@@ -91,61 +92,28 @@ def ndjson(*lines: dict[str, Any] | bytes) -> bytes:
     )
 
 
-def reads(body: bytes, size: int) -> list[bytes]:
-    return [body[i : i + size] for i in range(0, len(body), size)]
-
-
 # -- expectations -----------------------------------------------------------------------------
 
 #: Stands for "an id toolwire synthesized" (they are random per stream).
 SYNTH = "<synthesized>"
 
 
-@dataclass(frozen=True)
-class Call:
-    call_id: str
-    name: str
-    index: int
-    raw: str
-    truncated: bool = False
-
-
-@dataclass(frozen=True)
-class Expected:
-    model: str
-    calls: tuple[Call, ...] = ()
-    text: str = ""
-    reasoning: str = ""
-    stop: str = "tool_calls"
+@dataclass(frozen=True, kw_only=True)
+class Expected(ExpectedTurn):
     finish_raw: str | None = "stop"
-    truncated: bool = False
-    evidence: tuple[str, ...] = ()
-    cut_by: str | None = None
     #: (input, output) tokens, or None when no counter came.
     usage: tuple[int | None, int | None] | None = (169, 15)
     terminated: bool = True
 
 
-def call_rows(turn: Turn) -> list[tuple[str, str, int, str, bool]]:
-    return [
-        (SYNTH if c.id_synthesized else c.call_id, c.name, c.index, c.arguments_raw, c.truncated)
-        for c in turn.calls
-    ]
-
-
 def assert_turn(turn: Turn, expected: Expected) -> None:
-    assert call_rows(turn) == [
-        (c.call_id, c.name, c.index, c.raw, c.truncated) for c in expected.calls
-    ]
+    assert recorded.call_rows(turn, synthesized=SYNTH) == recorded.expected_rows(expected.calls)
     for call in turn.calls:
         if call.id_synthesized:
             assert call.call_id.startswith("toolwire-")
     assert turn.text == expected.text
     assert turn.reasoning == expected.reasoning
-    assert turn.stop_reason == expected.stop
-    assert turn.finish_raw == expected.finish_raw
-    assert turn.truncated is expected.truncated
-    assert turn.truncation_evidence == expected.evidence
+    recorded.assert_finish(turn, expected)
     assert turn.cut_by == expected.cut_by
     if expected.usage is None:
         assert turn.usage is None
@@ -367,7 +335,7 @@ def test_the_expected_literals_parse() -> None:
 @pytest.mark.parametrize("read_size", [None, 1, 7, 64, 65536])
 async def test_body_replays(name: str, read_size: int | None) -> None:
     body, expected = BODIES[name]
-    source: Any = body if read_size is None else aiter_items(reads(body, read_size))
+    source: Any = body if read_size is None else aiter_items(recorded.in_reads(body, read_size))
     turn = await toolwire.collect(source, "ollama", judge=False)
     assert_turn(turn, expected)
     assert all(c.outcome == "unjudged" for c in turn.calls)
@@ -378,12 +346,8 @@ async def test_event_sequence(name: str) -> None:
     """Started once per call, complete once; Finish, then StreamEnd(terminated) last."""
     body, expected = BODIES[name]
     events = [e async for e in toolwire.stream(body, "ollama", judge=False)]
-    assert isinstance(events[-1], StreamEnd)
-    assert events[-1].terminated is expected.terminated
-    assert isinstance(events[-2], Finish)
-    assert sum(isinstance(e, Finish | StreamEnd) for e in events) == 2
-    started = [e for e in events if isinstance(e, ToolCallStarted)]
-    complete = [e for e in events if isinstance(e, ToolCallComplete)]
+    recorded.assert_stream_ends(events, terminated=expected.terminated)
+    started, complete = recorded.started_and_complete(events)
     assert [e.index for e in started] == list(range(len(expected.calls)))
     assert [e.call_id for e in complete] == [e.call_id for e in started]
     assert all(e.arguments_form == "object" for e in complete)

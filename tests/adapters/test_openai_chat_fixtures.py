@@ -11,7 +11,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import _recorded_turns as recorded
 import pytest
+from _recorded_turns import Call, ExpectedTurn
 from _toolwire_testdata import (
     aiter_items,
     chat_chunk,
@@ -23,38 +25,16 @@ from _toolwire_testdata import (
 from openai.types.chat import ChatCompletionChunk
 
 import toolwire
-from toolwire.pipeline.events import (
-    Finish,
-    StreamEnd,
-    ToolCallArgumentsDelta,
-    ToolCallComplete,
-    ToolCallStarted,
-)
+from toolwire.pipeline.events import ToolCallComplete, ToolCallStarted
 from toolwire.pipeline.turn import Turn
 
 pytestmark = pytest.mark.anyio
 
 
-@dataclass(frozen=True)
-class Call:
-    call_id: str
-    name: str
-    index: int
-    raw: str
-    truncated: bool = False
-
-
-@dataclass(frozen=True)
-class Expected:
-    model: str
+@dataclass(frozen=True, kw_only=True)
+class Expected(ExpectedTurn):
     response_id: str
-    calls: tuple[Call, ...] = ()
-    text: str = ""
-    reasoning: str = ""
-    stop: str = "tool_calls"
     finish_raw: str | None = "tool_calls"
-    truncated: bool = False
-    evidence: tuple[str, ...] = ()
     #: (input, output, total, reasoning) tokens, or None when the stream sent no usage.
     usage: tuple[int | None, int | None, int | None, int | None] | None = None
     #: The provider's own end marker ([DONE]) is in the file.
@@ -64,7 +44,6 @@ class Expected:
     provider: str = "openai-chat"
     #: Its ``gen_ai.provider.name``.
     gen_ai_name: str = "openai"
-    cut_by: str | None = None
 
 
 NESTED_FULL = (
@@ -301,27 +280,11 @@ def test_expected_raw_strings_are_what_they_claim() -> None:
 def assert_turn(turn: Turn, expected: Expected) -> None:
     assert turn.text == expected.text
     assert turn.reasoning == expected.reasoning
-    got_calls = [
-        (c.call_id, c.name, c.index, c.arguments_raw, c.truncated, c.id_synthesized)
-        for c in turn.calls
-    ]
-    want_calls = [(c.call_id, c.name, c.index, c.raw, c.truncated, False) for c in expected.calls]
-    assert got_calls == want_calls
+    assert recorded.call_rows(turn) == recorded.expected_rows(expected.calls)
+    assert not any(c.id_synthesized for c in turn.calls)
     assert all(c.verdict is None and c.outcome == "unjudged" for c in turn.calls)
-    assert turn.stop_reason == expected.stop
-    assert turn.finish_raw == expected.finish_raw
-    assert turn.truncated is expected.truncated
-    assert turn.truncation_evidence == expected.evidence
-    if expected.usage is None:
-        assert turn.usage is None
-    else:
-        assert turn.usage is not None
-        assert (
-            turn.usage.input_tokens,
-            turn.usage.output_tokens,
-            turn.usage.total_tokens,
-            turn.usage.reasoning_tokens,
-        ) == expected.usage
+    recorded.assert_finish(turn, expected)
+    assert recorded.usage_row(turn.usage) == expected.usage  # None when the stream sent no usage
     assert turn.errors == ()
     assert turn.model == expected.model
     assert turn.response_id == expected.response_id
@@ -339,8 +302,7 @@ async def test_recording_bytes_replay(name: str) -> None:
 @pytest.mark.parametrize("name", RECORDINGS)
 @pytest.mark.parametrize("read_size", [1, 7, 64, 65536])
 async def test_recording_as_async_reads(name: str, read_size: int) -> None:
-    body = load_stream(name)
-    reads = [body[i : i + read_size] for i in range(0, len(body), read_size)]
+    reads = recorded.in_reads(load_stream(name), read_size)
     turn = await toolwire.collect(aiter_items(reads), EXPECTED[name].provider, judge=False)
     assert_turn(turn, EXPECTED[name])
 
@@ -350,29 +312,15 @@ async def test_recording_event_sequence(name: str) -> None:
     """Started once per call, before its deltas; complete once; Finish then StreamEnd last."""
     events = [e async for e in toolwire.stream(load_stream(name), judge=False)]
     expected = EXPECTED[name]
-    assert isinstance(events[-1], StreamEnd)
-    assert events[-1].terminated is expected.terminated
-    assert isinstance(events[-2], Finish)
-    assert sum(isinstance(e, Finish | StreamEnd) for e in events) == 2
-    started = [e for e in events if isinstance(e, ToolCallStarted)]
-    complete = [e for e in events if isinstance(e, ToolCallComplete)]
+    recorded.assert_stream_ends(events, terminated=expected.terminated)
+    started, complete = recorded.started_and_complete(events)
     assert [e.call_id for e in started] == [c.call_id for c in expected.calls]
     assert [e.call_id for e in complete] == [c.call_id for c in expected.calls]
     for call in expected.calls:
-        positions = [
-            i
-            for i, e in enumerate(events)
-            if isinstance(e, ToolCallStarted | ToolCallArgumentsDelta | ToolCallComplete)
-            and e.call_id == call.call_id
-        ]
-        assert isinstance(events[positions[0]], ToolCallStarted)
-        assert isinstance(events[positions[-1]], ToolCallComplete)
-        deltas = [
-            e.delta
-            for e in events
-            if isinstance(e, ToolCallArgumentsDelta) and e.call_id == call.call_id
-        ]
-        assert "".join(deltas) == call.raw
+        own = recorded.call_events(events, call.call_id)
+        assert isinstance(own[0], ToolCallStarted)
+        assert isinstance(own[-1], ToolCallComplete)
+        assert recorded.joined_deltas(events, call.call_id) == call.raw
 
 
 # -- the openai SDK object path ---------------------------------------------------------------

@@ -12,21 +12,16 @@ import json
 from dataclasses import dataclass
 from typing import Any, get_args
 
+import _recorded_turns as recorded
 import msgspec
 import pytest
+from _recorded_turns import Call, ExpectedTurn
 from _toolwire_testdata import STREAMS, aiter_items, json_chunks, load_stream
 from openai.types.responses import ResponseStreamEvent
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 import toolwire
 from toolwire.adapters.openai_responses import PROVIDERS, ResponsesOutputItem, output_items
-from toolwire.pipeline.events import (
-    Finish,
-    StreamEnd,
-    ToolCallArgumentsDelta,
-    ToolCallComplete,
-    ToolCallStarted,
-)
 from toolwire.pipeline.turn import Turn
 from toolwire.testing import check_mapper
 
@@ -47,29 +42,12 @@ def responses_recordings() -> list[str]:
 RECORDINGS = responses_recordings()
 
 
-@dataclass(frozen=True)
-class Call:
-    call_id: str
-    name: str
-    index: int
-    raw: str
-    truncated: bool = False
-
-
-@dataclass(frozen=True)
-class Expected:
-    model: str
+@dataclass(frozen=True, kw_only=True)
+class Expected(ExpectedTurn):
     response_id: str
-    calls: tuple[Call, ...] = ()
-    text: str = ""
-    reasoning: str = ""
-    stop: str = "tool_calls"
     finish_raw: str | None = "completed"
-    truncated: bool = False
-    evidence: tuple[str, ...] = ()
     #: (input, output, total, reasoning) tokens.
     usage: tuple[int | None, ...] | None = None
-    cut_by: str | None = None
     #: (output_index, item type, item id, call id, status) of every finished output item.
     items: tuple[tuple[int, str, str, str | None, str | None], ...] = ()
 
@@ -265,24 +243,12 @@ def test_lmstudio_sends_no_argument_deltas() -> None:
 def assert_turn(turn: Turn, expected: Expected) -> None:
     assert turn.text == expected.text
     assert turn.reasoning == expected.reasoning
-    got = [
-        (c.call_id, c.name, c.index, c.arguments_raw, c.truncated, c.id_synthesized)
-        for c in turn.calls
-    ]
-    assert got == [(c.call_id, c.name, c.index, c.raw, c.truncated, False) for c in expected.calls]
-    assert turn.stop_reason == expected.stop
-    assert turn.finish_raw == expected.finish_raw
-    assert turn.truncated is expected.truncated
-    assert turn.truncation_evidence == expected.evidence
+    assert recorded.call_rows(turn) == recorded.expected_rows(expected.calls)
+    assert not any(c.id_synthesized for c in turn.calls)
+    recorded.assert_finish(turn, expected)
     assert turn.cut_by == expected.cut_by
     assert turn.usage is not None
-    usage = turn.usage
-    assert (
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.total_tokens,
-        usage.reasoning_tokens,
-    ) == (expected.usage)
+    assert recorded.usage_row(turn.usage) == expected.usage
     assert turn.errors == ()
     assert turn.model == expected.model
     assert turn.response_id == expected.response_id
@@ -299,8 +265,7 @@ async def test_recording_bytes_replay(name: str) -> None:
 @pytest.mark.parametrize("name", RECORDINGS)
 @pytest.mark.parametrize("read_size", [1, 7, 64, 65536])
 async def test_recording_as_async_reads(name: str, read_size: int) -> None:
-    body = load_stream(name)
-    reads = [body[i : i + read_size] for i in range(0, len(body), read_size)]
+    reads = recorded.in_reads(load_stream(name), read_size)
     turn = await toolwire.collect(aiter_items(reads), PROVIDER, judge=False)
     assert_turn(turn, EXPECTED[name])
 
@@ -348,21 +313,12 @@ async def test_recording_event_sequence(name: str) -> None:
     """Started once per call, before its deltas; complete once; Finish then StreamEnd last."""
     events = [e async for e in toolwire.stream(load_stream(name), PROVIDER, judge=False)]
     expected = EXPECTED[name]
-    assert isinstance(events[-1], StreamEnd)
-    assert events[-1].terminated is True  # the terminal event is in every file
-    assert isinstance(events[-2], Finish)
-    assert sum(isinstance(e, Finish | StreamEnd) for e in events) == 2
-    started = [e for e in events if isinstance(e, ToolCallStarted)]
-    complete = [e for e in events if isinstance(e, ToolCallComplete)]
+    recorded.assert_stream_ends(events, terminated=True)  # the terminal event is in every file
+    started, complete = recorded.started_and_complete(events)
     assert [e.call_id for e in started] == [c.call_id for c in expected.calls]
     assert [e.call_id for e in complete] == [c.call_id for c in expected.calls]
     for call in expected.calls:
-        deltas = [
-            e.delta
-            for e in events
-            if isinstance(e, ToolCallArgumentsDelta) and e.call_id == call.call_id
-        ]
-        assert "".join(deltas) == call.raw
+        assert recorded.joined_deltas(events, call.call_id) == call.raw
     for event in complete:
         # A completed item closes its call at once; an incomplete one is closed by the finish.
         assert event.closed_by == ("finish" if event.truncated else "call_end")

@@ -1,9 +1,8 @@
 """A scripted loopback server that speaks the Anthropic Messages streaming protocol.
 
-Started by a test on ``127.0.0.1`` with a free port (stdlib ``ThreadingHTTPServer`` in a thread,
-so it serves asyncio and trio clients alike). Each ``POST /v1/messages`` takes the next scripted
-:class:`Reply`; every request body is recorded (decoded JSON) so that a test can assert what the
-*next* request carried.
+Each ``POST /v1/messages`` takes the next scripted :class:`Reply`; every request body is
+recorded (decoded JSON) so that a test can assert what the *next* request carried. The thread,
+the script and the HTTP plumbing are shared by every provider's server (``loopback.py``).
 
 Like the real API, the server refuses (HTTP 400, ``invalid_request_error``) a request whose
 history is not well formed: a ``tool_use`` without a ``tool_result`` first in the very next user
@@ -21,58 +20,32 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-STREAMS = ROOT.parent / "shared" / "fixtures" / "streams" / "anthropic"
+from .loopback import STREAMS, Loopback, LoopbackHandler, Reply, ScriptedServer
 
 #: The real recording of a ``make_file`` call cut at ``max_tokens`` with no content_block_stop.
-CUT_MAKE_FILE = STREAMS / "max_tokens_mid_tool_input_no_block_stop.sse"
+CUT_MAKE_FILE = STREAMS / "anthropic" / "max_tokens_mid_tool_input_no_block_stop.sse"
 CUT_MAKE_FILE_ID = "toolu_01EKqbqmZrGRXy18eN7m9kvY"
 #: The derived recording of an ``overloaded_error`` event after two text deltas.
-OVERLOADED = STREAMS / "error_overloaded_mid_stream.derived.sse"
+OVERLOADED = STREAMS / "anthropic" / "error_overloaded_mid_stream.derived.sse"
 
 _ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 
 
 @dataclass
-class Reply:
-    """One scripted answer: an SSE body, or an HTTP error with a JSON body."""
-
-    body: bytes = b""
-    status: int = 200
-
-    def sse_events(self) -> list[bytes]:
-        parts = self.body.replace(b"\r\n", b"\n").split(b"\n\n")
-        return [part + b"\n\n" for part in parts if part.strip()]
-
-
-@dataclass
-class ScriptedMessagesServer:
+class ScriptedMessagesServer(ScriptedServer[Reply]):
     """The script, what was received, and the thinking signatures issued."""
 
-    replies: list[Reply] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
     #: signature -> the thinking text it signs (what this server sent).
     signatures: dict[str, str] = field(default_factory=dict)
-    base_url: str = ""
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def script(self, *replies: Reply) -> None:
-        with self._lock:
-            self.replies.extend(replies)
 
     def next_reply(self, request: dict[str, Any]) -> Reply:
-        with self._lock:
-            self.requests.append(request)
-            if not self.replies:
-                return Reply(_error_body("api_error", "no scripted reply left"), status=500)
-            return self.replies.pop(0)
+        reply = self.take(request)
+        if reply is None:
+            return Reply(_error_body("api_error", "no scripted reply left"), status=500)
+        return reply
 
 
 def history_errors(messages: list[Any], signatures: dict[str, str]) -> list[str]:
@@ -129,80 +102,24 @@ def _error_body(kind: str, message: str) -> bytes:
     return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _HTTPServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the test output is not the place for access logs."""
-
+class _Handler(LoopbackHandler[ScriptedMessagesServer]):
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        request = json.loads(self.rfile.read(length) or b"{}")
-        script = self.server.script
-        reply = script.next_reply(request)
+        request = self.read_json()
+        reply = self.script.next_reply(request)
         problems = [] if self.path == "/v1/messages" else [f"unknown path {self.path}"]
         if not isinstance(request.get("max_tokens"), int):
             problems.append("max_tokens: Field required")
-        problems += history_errors(request.get("messages", []), script.signatures)
+        problems += history_errors(request.get("messages", []), self.script.signatures)
         if problems:
-            with script._lock:
-                script.refused.extend(problems)
-            self._send(400, _error_body("invalid_request_error", "; ".join(problems)))
+            self.script.refuse(problems)
+            self.send_body(400, _error_body("invalid_request_error", "; ".join(problems)))
             return
-        if reply.status != 200:
-            self._send(reply.status, reply.body)
-            return
-        self._stream(reply)
-
-    def _send(self, status: int, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-        self.wfile.flush()
-
-    def _stream(self, reply: Reply) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for event in reply.sse_events():
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-            self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        self.send_sse_reply(reply)
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = False
-    block_on_close = True
-
-    def __init__(self, script: ScriptedMessagesServer) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.script = script
-
-
-class running_server:
-    """Serve a :class:`ScriptedMessagesServer` in a thread; closes every socket on exit."""
-
-    def __enter__(self) -> ScriptedMessagesServer:
-        self.script = ScriptedMessagesServer()
-        self.httpd = _HTTPServer(self.script)
-        host, port = self.httpd.server_address[:2]
-        self.script.base_url = f"http://{host!s}:{port}"
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-        self.thread.start()
-        return self.script
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+def running_server() -> Loopback[ScriptedMessagesServer]:
+    """Serve a :class:`ScriptedMessagesServer` in a ``with`` block."""
+    return Loopback(ScriptedMessagesServer(), _Handler)
 
 
 # -- building replies, in the Messages event format ---------------------------------------------

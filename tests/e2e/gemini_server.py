@@ -2,7 +2,8 @@
 
 ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` answers the next scripted SSE body
 (``data:`` lines, ``\\r\\n\\r\\n`` separators, no terminator, ``Transfer-Encoding: chunked``
-with one HTTP chunk per event), as the Gemini API does. Every request is recorded.
+with one HTTP chunk per event), as the Gemini API does. Every request is recorded; the thread,
+the script and the HTTP plumbing are shared by every provider's server (``loopback.py``).
 
 Like the real API, it refuses (HTTP 400, ``INVALID_ARGUMENT``) a request whose ``contents`` are
 not well formed, checked here with the standard library so that it shares no code with
@@ -27,11 +28,11 @@ import base64
 import binascii
 import json
 import re
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from .loopback import Loopback, LoopbackHandler, ScriptedServer
 
 MODEL = "gemini-3-pro-preview"
 SENTINEL = "skip_thought_signature_validator"
@@ -54,32 +55,26 @@ def _signature_bytes(value: object) -> bytes | None:
 
 
 @dataclass
-class ScriptedGeminiServer:
+class ScriptedGeminiServer(ScriptedServer[bytes]):
     """The script (SSE bodies, answered in order) and what came in; one test at a time."""
 
-    replies: list[bytes] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
     issued: set[bytes] = field(default_factory=set)
-    base_url: str = ""
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def script(self, *replies: bytes) -> None:
         """Queue SSE bodies; the signatures in them become valid for later requests."""
         with self._lock:
-            self.replies.extend(replies)
+            super().script(*replies)
             for reply in replies:
                 for found in re.findall(rb'"thoughtSignature": "([^"]+)"', reply):
                     decoded = _signature_bytes(found.decode())
                     assert decoded is not None
                     self.issued.add(decoded)
 
-    def take(self, path: str, request: dict[str, Any]) -> bytes | None:
+    def next_reply(self, path: str, request: dict[str, Any]) -> bytes | None:
         with self._lock:
             self.paths.append(path)
-            self.requests.append(request)
-            return self.replies.pop(0) if self.replies else None
+            return self.take(request)
 
 
 def contents_errors(contents: Any, issued: set[bytes]) -> list[str]:
@@ -133,87 +128,37 @@ def contents_errors(contents: Any, issued: set[bytes]) -> list[str]:
     return errors
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _HTTPServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the test output is not the place for access logs."""
-
+class _Handler(LoopbackHandler[ScriptedGeminiServer]):
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        request = json.loads(self.rfile.read(length) or b"{}")
+        request = self.read_json()
         url = urlsplit(self.path)
-        script = self.server.script
-        reply = script.take(self.path, request)
+        reply = self.script.next_reply(self.path, request)
         match = _PATH.fullmatch(url.path)
         problems = []
         if match is None or parse_qs(url.query).get("alt") != ["sse"]:
             problems.append(f"unknown endpoint {self.path}")
         if not self.headers.get("x-goog-api-key"):
             problems.append("no API key")
-        problems += contents_errors(request.get("contents"), script.issued)
+        problems += contents_errors(request.get("contents"), self.script.issued)
         if reply is None:
             problems.append("no scripted reply left")
         if problems:
-            with script._lock:
-                script.refused.extend(problems)
+            self.script.refuse(problems)
             error = {"code": 400, "message": "; ".join(problems), "status": "INVALID_ARGUMENT"}
-            self._send_json(400, {"error": error})
+            self.send_json(400, {"error": error}, "application/json; charset=UTF-8")
             return
         assert reply is not None
-        self._stream(reply)
-
-    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
-        body = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-        self.wfile.flush()
-
-    def _stream(self, reply: bytes) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for event in reply.split(b"\r\n\r\n"):
-            if event.strip():
-                framed = event + b"\r\n\r\n"
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(framed), framed))
-                self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        self.send_stream(_events(reply), "text/event-stream")
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = False
-    block_on_close = True
-
-    def __init__(self, script: ScriptedGeminiServer) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.script = script
+def _events(body: bytes) -> list[bytes]:
+    """A Gemini SSE body split into its events, each with its CRLF separator."""
+    return [event + b"\r\n\r\n" for event in body.split(b"\r\n\r\n") if event.strip()]
 
 
-class running_gemini_server:
-    """Serve a :class:`ScriptedGeminiServer` in a thread; closes every socket on exit."""
-
-    def __enter__(self) -> ScriptedGeminiServer:
-        self.script = ScriptedGeminiServer()
-        self.httpd = _HTTPServer(self.script)
-        host, port = self.httpd.server_address[:2]
-        self.script.base_url = f"http://{host!s}:{port}"
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-        self.thread.start()
-        return self.script
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+def running_gemini_server() -> Loopback[ScriptedGeminiServer]:
+    """Serve a :class:`ScriptedGeminiServer` in a ``with`` block."""
+    return Loopback(ScriptedGeminiServer(), _Handler)
 
 
 # -- replies, in Gemini's wire format ----------------------------------------------------------

@@ -1,9 +1,8 @@
 """A scripted loopback server that speaks Ollama's native ``POST /api/chat`` NDJSON stream.
 
-Started by a test on ``127.0.0.1`` with a free port (stdlib ``ThreadingHTTPServer`` in a
-thread, so asyncio and trio clients alike can reach it). Each request takes the next scripted
-:class:`Reply`; every request body is recorded (decoded JSON) so that a test can assert what the
-*next* request carried.
+Each request takes the next scripted :class:`Reply`; every request body is recorded (decoded
+JSON) so that a test can assert what the *next* request carried. The thread, the script and the
+HTTP plumbing are shared by every provider's server (``loopback.py``).
 
 It refuses a request the way Ollama does, with ``{"error": "..."}`` and an HTTP status, and the
 checks are written here with the standard library on purpose, sharing no code with toolwire:
@@ -19,57 +18,36 @@ checks are written here with the standard library on purpose, sharing no code wi
   result or replays a bad call must fail loudly here, not confuse a model later.
 
 Replies are NDJSON bodies sent with ``Transfer-Encoding: chunked``, one HTTP chunk per line, as
-``streamResponse`` flushes them. ``drop`` closes the connection after some lines without the
-terminating chunk.
+``streamResponse`` flushes them. A reply cut with ``drop`` closes the connection after
+``events`` lines without the terminating chunk.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from .loopback import Loopback, LoopbackHandler, Reply, ScriptedServer
 
 CREATED = "2025-11-04T16:43:33.123456Z"
 MODEL = "qwen3:8b"
 
 
-@dataclass
-class Reply:
-    """One scripted answer: an NDJSON body (or an HTTP error), maybe dropped after ``lines``."""
-
-    body: bytes = b""
-    status: int = 200
-    drop: bool = False
-    lines: int = 0
-
-
-@dataclass
-class ScriptedOllama:
+class ScriptedOllama(ScriptedServer[Reply]):
     """The server's script and what it received; thread-safe for one test at a time."""
 
-    replies: list[Reply] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
-    host: str = ""
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def script(self, *replies: Reply) -> None:
-        """Queue replies, answered in order, one per accepted request."""
-        with self._lock:
-            self.replies.extend(replies)
-
     def next_reply(self, request: Any) -> Reply:
+        """The next scripted reply; a request Ollama refuses is recorded and takes none."""
         with self._lock:
-            self.requests.append(request)
             problems = request_errors(request)
             if problems:
-                self.refused.extend(problems)
+                self.record(request)
+                self.refuse(problems)
                 return Reply(json.dumps({"error": "; ".join(problems)}).encode(), status=400)
-            if not self.replies:
+            reply = self.take(request)
+            if reply is None:
                 return Reply(b'{"error":"no scripted reply left"}', status=500)
-            return self.replies.pop(0)
+            return reply
 
 
 def request_errors(request: Any) -> list[str]:
@@ -122,83 +100,31 @@ def request_errors(request: Any) -> list[str]:
     return errors
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _HTTPServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the test output is not the place for access logs."""
-
+class _Handler(LoopbackHandler[ScriptedOllama]):
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        raw = self.rfile.read(length)
+        raw = self.read_body()
         if self.path != "/api/chat":
-            self._send(404, b"404 page not found", "text/plain")
+            self.send_body(404, b"404 page not found", "text/plain")
             return
         try:
             request = json.loads(raw or b"null")
         except ValueError as error:
-            self._send(400, json.dumps({"error": str(error)}).encode(), "application/json")
+            self.send_json(400, {"error": str(error)})
             return
-        reply = self.server.script.next_reply(request)
-        if reply.status != 200:
-            self._send(reply.status, reply.body, "application/json; charset=utf-8")
-            return
-        self._stream(reply)
-
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-        self.wfile.flush()
-
-    def _stream(self, reply: Reply) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-ndjson")
-        self.send_header("Transfer-Encoding", "chunked")
-        lines = [part + b"\n" for part in reply.body.split(b"\n") if part.strip()]
-        if reply.drop:
-            lines = lines[: reply.lines]
-            self.send_header("Connection", "close")
-            self.close_connection = True
-        self.end_headers()
-        for item in lines:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(item), item))
-            self.wfile.flush()
-        if not reply.drop:
-            self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = False
-    block_on_close = True
-
-    def __init__(self, script: ScriptedOllama) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.script = script
-
-
-class running_ollama:
-    """Serve a :class:`ScriptedOllama` in a thread; closes every socket on exit."""
-
-    def __enter__(self) -> ScriptedOllama:
-        self.script = ScriptedOllama()
-        self.httpd = _HTTPServer(self.script)
-        host, port = self.httpd.server_address[:2]
-        self.script.host = f"http://{host!s}:{port}"
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        reply = self.script.next_reply(request)
+        self.send_reply(
+            reply, _lines, "application/x-ndjson", error_type="application/json; charset=utf-8"
         )
-        self.thread.start()
-        return self.script
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+
+def _lines(body: bytes) -> list[bytes]:
+    """An NDJSON body split into its lines, each with its ``\\n``."""
+    return [part + b"\n" for part in body.split(b"\n") if part.strip()]
+
+
+def running_ollama() -> Loopback[ScriptedOllama]:
+    """Serve a :class:`ScriptedOllama` in a ``with`` block (its ``base_url`` is Ollama's host)."""
+    return Loopback(ScriptedOllama(), _Handler)
 
 
 # -- building replies, in the shape of api.ChatResponse --------------------------------------

@@ -1,10 +1,9 @@
 """A scripted loopback server that speaks the OpenAI Responses streaming protocol.
 
-Started by a test on ``127.0.0.1`` with a free port (stdlib ``ThreadingHTTPServer`` in a thread,
-so it serves asyncio and trio clients alike). Each ``POST /v1/responses`` takes the next scripted
-reply (an SSE body of Responses events, sent with ``Transfer-Encoding: chunked``, one HTTP chunk
-per event); every request body is recorded so that a test can assert what the next request
-carried.
+Each ``POST /v1/responses`` takes the next scripted reply (an SSE body of Responses events,
+sent with ``Transfer-Encoding: chunked``, one HTTP chunk per event); every request body is
+recorded so that a test can assert what the next request carried. The thread, the script and
+the HTTP plumbing are shared by every provider's server (``loopback.py``).
 
 Like the real API, the server refuses (HTTP 400, ``invalid_request_error``) an ``input`` that is
 not well formed, with the API's own words:
@@ -27,11 +26,11 @@ toolwire's own history check.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from .loopback import Loopback, LoopbackHandler, ScriptedServer
 
 MODEL = "gpt-scripted"
 
@@ -52,31 +51,19 @@ class Reply:
 
 
 @dataclass
-class ScriptedResponsesServer:
+class ScriptedResponsesServer(ScriptedServer[Reply]):
     """The server's script, what it received, and what it generated (to check replays)."""
 
-    replies: list[Reply] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
     #: Reasoning items this server sent: id -> encrypted_content.
     reasoning_sent: dict[str, str] = field(default_factory=dict)
     #: Function-call item ids this server sent after a reasoning item: fc id -> rs id.
     reasoning_of_call: dict[str, str] = field(default_factory=dict)
-    base_url: str = ""
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def script(self, *replies: Reply) -> None:
-        """Queue replies, answered in order, one per request."""
-        with self._lock:
-            self.replies.extend(replies)
 
     def next_reply(self, request: dict[str, Any]) -> Reply | None:
         with self._lock:
-            self.requests.append(request)
-            if not self.replies:
-                return None
-            reply = self.replies.pop(0)
-            self._remember(reply)
+            reply = self.take(request)
+            if reply is not None:
+                self._remember(reply)
             return reply
 
     def _remember(self, reply: Reply) -> None:
@@ -152,75 +139,26 @@ class ScriptedResponsesServer:
             )
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _HTTPServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the test output is not the place for access logs."""
-
+class _Handler(LoopbackHandler[ScriptedResponsesServer]):
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        request = json.loads(self.rfile.read(length) or b"{}")
-        script = self.server.script
-        reply = script.next_reply(request)
+        request = self.read_json()
+        reply = self.script.next_reply(request)
         items = request.get("input")
-        problems = script.input_errors(items) if isinstance(items, list) else []
+        problems = self.script.input_errors(items) if isinstance(items, list) else []
         if self.path != "/v1/responses" or not request.get("stream"):
             problems.append(f"this server streams POST /v1/responses only, not {self.path}")
         if problems or reply is None:
-            with script._lock:
-                script.refused.extend(problems or ["no scripted reply left"])
+            self.script.refuse(problems or ["no scripted reply left"])
             message = "; ".join(problems) or "no scripted reply left"
             body = {"error": {"message": message, "type": "invalid_request_error", "code": None}}
-            self._send(400, json.dumps(body).encode(), "application/json")
+            self.send_json(400, body)
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for event in reply.body():
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-            self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-        self.wfile.flush()
+        self.send_stream(reply.body(), "text/event-stream")
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = False
-    block_on_close = True
-
-    def __init__(self, script: ScriptedResponsesServer) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.script = script
-
-
-class running_server:
-    """Serve a :class:`ScriptedResponsesServer` in a thread; closes every socket on exit."""
-
-    def __enter__(self) -> ScriptedResponsesServer:
-        self.script = ScriptedResponsesServer()
-        self.httpd = _HTTPServer(self.script)
-        host, port = self.httpd.server_address[:2]
-        self.script.base_url = f"http://{host!s}:{port}/v1"
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-        self.thread.start()
-        return self.script
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+def running_server() -> Loopback[ScriptedResponsesServer]:
+    """Serve a :class:`ScriptedResponsesServer` (``base_url`` ends in ``/v1``) in a ``with``."""
+    return Loopback(ScriptedResponsesServer(), _Handler, base_path="/v1")
 
 
 # -- building replies, in the shapes the recordings show ------------------------------------------

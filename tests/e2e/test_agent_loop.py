@@ -11,16 +11,17 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 import openai
 import pytest
 
 import toolwire
-from toolwire.loop import ToolResult, check_history, dispatch, next_messages
-from toolwire.pipeline.turn import CallRecord, Turn
+from toolwire.loop import check_history
+from toolwire.pipeline.turn import Turn
 
+from .loop_steps import WRITE_AND_READ_TOOLS, Chat, ToolSpy, step
 from .server import (
     CUT_WRITE_CALL_ID,
     Reply,
@@ -46,39 +47,10 @@ pytestmark = pytest.mark.anyio
 MAX_TOKENS = 24
 PROVIDER = "llama-cpp"
 
-TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "write",
-            "description": "Write a file.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-                "required": ["path", "content"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "read",
-            "description": "Read a file.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"],
-            },
-        },
-    },
-]
+TOOLS = WRITE_AND_READ_TOOLS
 
 GOOD_WRITE = '{"path": "notes.txt", "content": "hello"}'
 USER = [{"role": "user", "content": "Write hello to notes.txt"}]
-
-
-class Chat(Protocol):
-    async def turn(self, messages: list[dict[str, Any]]) -> Turn: ...
 
 
 def _request(messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -142,33 +114,29 @@ async def chat_client(via: str, server: ScriptedChatServer) -> AsyncIterator[Cha
             yield SdkChat(sdk)
 
 
-class ToolSpy:
-    """Records every call that reached the tool; the loop's only way to run anything."""
+def result_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every tool result of a recorded request, in order.
 
-    def __init__(self) -> None:
-        self.ran: list[tuple[str, str, dict[str, Any] | None]] = []
-
-    async def __call__(self, call: CallRecord) -> Any:
-        self.ran.append((call.name, call.id, call.arguments))
-        if call.name == "read":
-            return {"content": "file text"}
-        return "written"
-
-
-async def step(
-    chat: Chat, messages: list[dict[str, Any]], tool: ToolSpy
-) -> tuple[Turn, list[ToolResult]]:
-    """One turn of the loop: collect, dispatch, append the assistant turn and every result."""
-    turn = await chat.turn(messages)
-    results = [result async for result in dispatch(turn, tool)]
-    messages.extend(next_messages(turn, results, PROVIDER))
-    assert check_history(messages, PROVIDER) == []
-    return turn, results
+    The llama-cpp profile sends each result as a user message that keeps ``tool_call_id`` (its
+    server drops ``role: tool`` messages from the prompt): never a ``role: tool`` message.
+    """
+    messages = request["messages"]
+    assert not [m for m in messages if m["role"] == "tool"]
+    return [m for m in messages if m["role"] == "user" and "tool_call_id" in m]
 
 
 def tool_messages(request: dict[str, Any]) -> dict[str, str]:
-    """``tool_call_id -> content`` of every tool result in a recorded request."""
-    return {m["tool_call_id"]: m["content"] for m in request["messages"] if m["role"] == "tool"}
+    """``tool_call_id -> result text`` of every tool result in a recorded request.
+
+    The user message names the call on its first line, then quotes the result.
+    """
+    found = {}
+    for message in result_messages(request):
+        header, _, content = message["content"].partition("\n")
+        assert header.startswith("Result of tool call `")
+        assert header.endswith(f"(id {message['tool_call_id']}):")
+        found[message["tool_call_id"]] = content
+    return found
 
 
 def replayed_arguments(request: dict[str, Any]) -> dict[str, str]:
@@ -192,7 +160,7 @@ async def test_cut_write_never_runs_and_the_corrected_call_does(
     tool = ToolSpy()
     messages = list(USER)
     async with chat_client(via, server) as chat:
-        turn1, results1 = await step(chat, messages, tool)
+        turn1, results1 = await step(chat, messages, tool, PROVIDER)
         assert tool.ran == []
         (cut,) = turn1.calls
         assert cut.id == CUT_WRITE_CALL_ID
@@ -204,11 +172,11 @@ async def test_cut_write_never_runs_and_the_corrected_call_does(
         assert cut.arguments_raw.startswith('{ "path": "C:')  # the raw text stays on the record
         assert [r.status for r in results1] == ["rejected"]
 
-        turn2, _ = await step(chat, messages, tool)
+        turn2, _ = await step(chat, messages, tool, PROVIDER)
         assert [c.outcome for c in turn2.calls] == ["ok"]
         assert tool.ran == [("write", "call_fixed", {"path": "notes.txt", "content": "hello"})]
 
-        turn3, results3 = await step(chat, messages, tool)
+        turn3, results3 = await step(chat, messages, tool, PROVIDER)
         assert turn3.text == "Wrote notes.txt."
         assert results3 == []
 
@@ -262,8 +230,8 @@ async def test_repairable_call_runs_with_the_repaired_object(
     tool = ToolSpy()
     messages = list(USER)
     async with chat_client(via, server) as chat:
-        turn, results = await step(chat, messages, tool)
-        await step(chat, messages, tool)
+        turn, results = await step(chat, messages, tool, PROVIDER)
+        await step(chat, messages, tool, PROVIDER)
     (call,) = turn.calls
     assert call.outcome == "repaired"
     assert call.verdict is not None
@@ -295,10 +263,10 @@ async def test_rejected_call_never_runs_and_the_model_reads_why(
     tool = ToolSpy()
     messages = list(USER)
     async with chat_client(via, server) as chat:
-        turn1, results1 = await step(chat, messages, tool)
+        turn1, results1 = await step(chat, messages, tool, PROVIDER)
         assert tool.ran == []
-        await step(chat, messages, tool)
-        await step(chat, messages, tool)
+        await step(chat, messages, tool, PROVIDER)
+        await step(chat, messages, tool, PROVIDER)
     (bad,) = turn1.calls
     assert bad.outcome == "rejected"
     assert bad.verdict is not None
@@ -326,17 +294,17 @@ async def test_two_parallel_calls_one_bad(
     tool = ToolSpy()
     messages = list(USER)
     async with chat_client(via, server) as chat:
-        turn, results = await step(chat, messages, tool)
-        await step(chat, messages, tool)
+        turn, results = await step(chat, messages, tool, PROVIDER)
+        await step(chat, messages, tool, PROVIDER)
     assert [c.outcome for c in turn.calls] == ["ok", "rejected"]
     assert tool.ran == [("read", "call_read", {"path": "notes.txt"})]
     assert [(r.call_id, r.status) for r in results] == [
         ("call_read", "ok"),
         ("call_write", "rejected"),
     ]
-    tool_results = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    tool_results = result_messages(server.requests[1])
     assert [m["tool_call_id"] for m in tool_results] == ["call_read", "call_write"]
-    assert json.loads(tool_results[0]["content"]) == {"content": "file text"}
+    assert json.loads(tool_messages(server.requests[1])["call_read"]) == {"content": "file text"}
     assert replayed_arguments(server.requests[1]) == {
         "call_read": '{"path": "notes.txt"}',
         "call_write": "{}",
@@ -365,10 +333,10 @@ async def test_connection_dropped_mid_call_is_a_cut_call_that_never_runs(
     tool = ToolSpy()
     messages = list(USER)
     async with chat_client(via, server) as chat:
-        turn, results = await step(chat, messages, tool)
+        turn, results = await step(chat, messages, tool, PROVIDER)
         assert tool.ran == []
-        await step(chat, messages, tool)
-        await step(chat, messages, tool)
+        await step(chat, messages, tool, PROVIDER)
+        await step(chat, messages, tool, PROVIDER)
     assert [error.kind for error in turn.errors] == ["transport"]
     assert turn.errors[0].fatal
     (cut,) = turn.calls
@@ -392,7 +360,7 @@ async def test_connection_dropped_after_the_arguments_closed_still_cuts_the_last
     server.script(Reply(body, cut="drop", events=3))
     tool = ToolSpy()
     async with chat_client(via, server) as chat:
-        turn, _ = await step(chat, list(USER), tool)
+        turn, _ = await step(chat, list(USER), tool, PROVIDER)
     assert [error.kind for error in turn.errors] == ["transport"]
     assert turn.calls[0].arguments_raw == GOOD_WRITE
     assert turn.calls[0].truncated
@@ -416,10 +384,10 @@ async def test_stream_ended_mid_call_without_done_is_a_cut_call(
     tool = ToolSpy()
     messages = list(USER)
     async with chat_client(via, server) as chat:
-        turn, results = await step(chat, messages, tool)
+        turn, results = await step(chat, messages, tool, PROVIDER)
         assert tool.ran == []
-        await step(chat, messages, tool)
-        await step(chat, messages, tool)
+        await step(chat, messages, tool, PROVIDER)
+        await step(chat, messages, tool, PROVIDER)
     assert turn.stop_reason == "disconnected"
     assert "no_finish" in turn.truncation_evidence
     (cut,) = turn.calls
@@ -446,7 +414,7 @@ async def test_every_request_of_a_long_loop_is_well_formed(
     messages = list(USER)
     async with chat_client(via, server) as chat:
         for _ in range(5):
-            await step(chat, messages, tool)
+            await step(chat, messages, tool, PROVIDER)
     assert [ran[1] for ran in tool.ran] == ["c2", "c4"]
     assert len(server.requests) == 5
     for request in server.requests:

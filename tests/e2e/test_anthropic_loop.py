@@ -13,15 +13,14 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any
 
 import anthropic
 import httpx
 import pytest
 
 import toolwire
-from toolwire.loop import ToolResult, check_history, dispatch, next_messages
-from toolwire.pipeline.turn import CallRecord, Turn
+from toolwire.pipeline.turn import Turn
 
 from .anthropic_server import (
     CUT_MAKE_FILE,
@@ -33,6 +32,7 @@ from .anthropic_server import (
     messages_reply,
     running_server,
 )
+from .loop_steps import Chat, ToolSpy, step
 
 pytestmark = pytest.mark.anyio
 
@@ -75,10 +75,6 @@ def _request(messages: list[dict[str, Any]]) -> dict[str, Any]:
         "tools": TOOLS,
         "stream": True,
     }
-
-
-class Chat(Protocol):
-    async def turn(self, messages: list[dict[str, Any]]) -> Turn: ...
 
 
 class HttpxChat:
@@ -129,28 +125,6 @@ async def chat_client(via: str, server: ScriptedMessagesServer) -> AsyncIterator
             yield SdkChat(sdk)
 
 
-class ToolSpy:
-    """Records every call that reached the tool; the loop's only way to run anything."""
-
-    def __init__(self) -> None:
-        self.ran: list[tuple[str, str, dict[str, Any] | None]] = []
-
-    async def __call__(self, call: CallRecord) -> Any:
-        self.ran.append((call.name, call.id, call.arguments))
-        return "written"
-
-
-async def step(
-    chat: Chat, messages: list[dict[str, Any]], tool: ToolSpy
-) -> tuple[Turn, list[ToolResult]]:
-    """One turn of the loop: collect, dispatch, append the assistant turn and every result."""
-    turn = await chat.turn(messages)
-    results = [result async for result in dispatch(turn, tool)]
-    messages.extend(next_messages(turn, results, PROVIDER))
-    assert check_history(messages, PROVIDER) == []
-    return turn, results
-
-
 async def test_cut_call_never_runs_and_the_corrected_call_does(
     anyio_backend: str, via: str, server: ScriptedMessagesServer
 ) -> None:
@@ -169,19 +143,19 @@ async def test_cut_call_never_runs_and_the_corrected_call_does(
     tool = ToolSpy()
     messages = list(USER)
     async with chat_client(via, server) as chat:
-        turn1, results1 = await step(chat, messages, tool)
+        turn1, results1 = await step(chat, messages, tool, PROVIDER)
         assert tool.ran == []
         (cut,) = turn1.calls
         assert (cut.id, cut.truncated, cut.outcome) == (CUT_MAKE_FILE_ID, True, "rejected")
         assert (turn1.stop_reason, turn1.finish_raw) == ("length", "max_tokens")
         assert [r.status for r in results1] == ["rejected"]
 
-        turn2, results2 = await step(chat, messages, tool)
+        turn2, results2 = await step(chat, messages, tool, PROVIDER)
         assert tool.ran == [("make_file", FIXED_ID, GOOD_INPUT)]
         assert turn2.reasoning == THOUGHT
         assert [r.status for r in results2] == ["ok"]
 
-        turn3, results3 = await step(chat, messages, tool)
+        turn3, results3 = await step(chat, messages, tool, PROVIDER)
         assert (turn3.text, turn3.calls, results3) == ("Saved taxes.txt.", (), [])
     assert tool.ran == [("make_file", FIXED_ID, GOOD_INPUT)]  # exactly once
     assert server.refused == []

@@ -14,7 +14,8 @@ import pytest
 
 from toolwire.loop import check_history
 
-from .server import ROOT, Reply, ScriptedChatServer, running_server, text_reply, tool_calls_reply
+from .loopback import ROOT
+from .server import Reply, ScriptedChatServer, running_server, text_reply, tool_calls_reply
 from .test_agent_loop import SDK_ON_TRIO_LEAK
 
 EXAMPLE = ROOT / "docs" / "agent_loop.py"

@@ -23,7 +23,7 @@ from google.genai import types
 
 import toolwire
 from toolwire.loop import check_history, dispatch, next_messages
-from toolwire.pipeline.turn import CallRecord, Turn
+from toolwire.pipeline.turn import Turn
 
 from .gemini_server import (
     MODEL,
@@ -37,6 +37,7 @@ from .gemini_server import (
     text_reply,
     whole_call_reply,
 )
+from .loop_steps import ToolSpy
 
 pytestmark = pytest.mark.anyio
 
@@ -126,23 +127,12 @@ async def chat_client(via: str, server: ScriptedGeminiServer) -> AsyncIterator[C
             yield SdkChat(aio)
 
 
-class Tools:
-    """The tool side of the loop: records every run."""
-
-    def __init__(self) -> None:
-        self.ran: list[tuple[str, dict[str, Any] | None]] = []
-
-    async def run(self, call: CallRecord) -> str:
-        self.ran.append((call.name, call.arguments))
-        return "wrote 5 bytes"
-
-
 async def step(
-    chat: Chat, tools: Tools, contents: list[dict[str, Any]]
+    chat: Chat, tools: ToolSpy, contents: list[dict[str, Any]]
 ) -> tuple[Turn, list[dict[str, Any]]]:
-    """One turn of the loop: collect, dispatch, append the history."""
+    """One turn of the loop: collect, dispatch, append the history (a new list)."""
     turn = await chat.turn(contents)
-    results = [result async for result in dispatch(turn, tools.run)]
+    results = [result async for result in dispatch(turn, tools)]
     history = [*contents, *next_messages(turn, results, "gemini")]
     assert check_history(history, "gemini") == []
     return turn, history
@@ -160,7 +150,7 @@ async def test_a_call_cut_at_the_token_limit_never_runs_and_its_retry_runs_once(
         whole_call_reply(2, "write_file", GOOD_ARGS),
         text_reply("Done: notes.txt holds hello."),
     )
-    tools = Tools()
+    tools = ToolSpy(ids=False, answer="wrote 5 bytes")
     async with chat_client(via, server) as chat:
         first, history = await step(chat, tools, [USER])
         assert tools.ran == []
@@ -218,7 +208,7 @@ async def test_a_malformed_call_is_answered_and_its_retry_runs_once(
         whole_call_reply(2, "write_file", GOOD_ARGS),
         text_reply("Done."),
     )
-    tools = Tools()
+    tools = ToolSpy(ids=False, answer="wrote 5 bytes")
     async with chat_client(via, server) as chat:
         first, history = await step(chat, tools, [USER])
         assert tools.ran == []
@@ -251,7 +241,7 @@ async def test_the_server_refuses_a_history_that_lost_its_signatures(
     server.script(
         whole_call_reply(1, "write_file", GOOD_ARGS), text_reply("unused"), text_reply("unused")
     )
-    tools = Tools()
+    tools = ToolSpy(ids=False, answer="wrote 5 bytes")
     async with chat_client(via, server) as chat:
         _, history = await step(chat, tools, [USER])
         stripped = json.loads(json.dumps(history))

@@ -18,9 +18,10 @@ import ollama
 import pytest
 
 import toolwire
-from toolwire.loop import ToolResult, check_history, dispatch, next_messages
-from toolwire.pipeline.turn import CallRecord, Turn
+from toolwire.loop import check_history, dispatch
+from toolwire.pipeline.turn import Turn
 
+from .loop_steps import WRITE_AND_READ_TOOLS, ToolSpy, step
 from .ollama_server import (
     Reply,
     ScriptedOllama,
@@ -45,32 +46,7 @@ SDK_RAISES_ON_TRIO = pytest.mark.filterwarnings(
 
 PROVIDER = "ollama"
 NUM_PREDICT = 24
-TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "write",
-            "description": "Write a file.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-                "required": ["path", "content"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "read",
-            "description": "Read a file.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"],
-            },
-        },
-    },
-]
+TOOLS = WRITE_AND_READ_TOOLS
 USER = [{"role": "user", "content": "Write hello to notes.txt"}]
 GOOD = {"path": "notes.txt", "content": "hello"}
 
@@ -144,33 +120,11 @@ def via(request: pytest.FixtureRequest) -> str:
 @asynccontextmanager
 async def chat_client(via: str, server: ScriptedOllama) -> AsyncIterator[Chat]:
     if via == "httpx":
-        async with httpx.AsyncClient(base_url=server.host, timeout=10) as client:
+        async with httpx.AsyncClient(base_url=server.base_url, timeout=10) as client:
             yield HttpxChat(client)
     else:
-        async with ollama.AsyncClient(host=server.host, timeout=10) as sdk:
+        async with ollama.AsyncClient(host=server.base_url, timeout=10) as sdk:
             yield SdkChat(sdk)
-
-
-class ToolSpy:
-    """Records every call that reached the tool; the loop's only way to run anything."""
-
-    def __init__(self) -> None:
-        self.ran: list[tuple[str, dict[str, Any] | None]] = []
-
-    async def __call__(self, call: CallRecord) -> Any:
-        self.ran.append((call.name, call.arguments))
-        return {"content": "file text"} if call.name == "read" else "written"
-
-
-async def step(
-    chat: Chat, messages: list[dict[str, Any]], tool: ToolSpy
-) -> tuple[Turn, list[ToolResult]]:
-    """One turn of the loop: collect, dispatch, append the assistant turn and every result."""
-    turn = await chat.turn(messages)
-    results = [result async for result in dispatch(turn, tool)]
-    messages.extend(next_messages(turn, results, PROVIDER))
-    assert check_history(messages, PROVIDER) == []
-    return turn, results
 
 
 async def test_a_call_cut_at_num_predict_never_runs_and_the_corrected_one_runs_once(
@@ -195,10 +149,10 @@ async def test_a_call_cut_at_num_predict_never_runs_and_the_corrected_one_runs_o
         ),
         Reply(ndjson(chat_line(content="Wrote notes.txt."), done_line(eval_count=5))),
     )
-    tool = ToolSpy()
+    tool = ToolSpy(ids=False)
     messages = list(USER)
     async with chat_client(via, server) as chat:
-        turn1, results1 = await step(chat, messages, tool)
+        turn1, results1 = await step(chat, messages, tool, PROVIDER)
         assert tool.ran == []
         (call,) = turn1.calls
         assert (call.name, call.truncated, call.outcome) == ("write", True, "rejected")
@@ -212,12 +166,12 @@ async def test_a_call_cut_at_num_predict_never_runs_and_the_corrected_one_runs_o
         assert call.id_synthesized is not chat.keeps_ids
         assert [r.status for r in results1] == ["rejected"]
 
-        turn2, results2 = await step(chat, messages, tool)
+        turn2, results2 = await step(chat, messages, tool, PROVIDER)
         assert tool.ran == [("write", GOOD)]
         assert turn2.stop_reason == "tool_calls"
         assert [r.status for r in results2] == ["ok"]
 
-        turn3, _ = await step(chat, messages, tool)
+        turn3, _ = await step(chat, messages, tool, PROVIDER)
         assert (turn3.text, turn3.stop_reason, turn3.calls) == ("Wrote notes.txt.", "end_turn", ())
     assert tool.ran == [("write", GOOD)]  # exactly once
     assert server.refused == []
@@ -268,17 +222,17 @@ async def test_parallel_calls_in_one_line_the_bad_one_never_runs(
         ),
         Reply(ndjson(chat_line(content="Done."), done_line(eval_count=2))),
     )
-    tool = ToolSpy()
+    tool = ToolSpy(ids=False)
     messages = list(USER)
     async with chat_client(via, server) as chat:
-        turn1, results = await step(chat, messages, tool)
+        turn1, results = await step(chat, messages, tool, PROVIDER)
         assert [(c.name, c.outcome) for c in turn1.calls] == [
             ("write", "rejected"),
             ("read", "repaired"),
         ]
         assert tool.ran == [("read", {"path": "notes.txt"})]
         assert [r.status for r in results] == ["rejected", "ok"]
-        turn2, _ = await step(chat, messages, tool)
+        turn2, _ = await step(chat, messages, tool, PROVIDER)
         assert turn2.text == "Done."
     assert server.refused == []
     sent = server.requests[1]["messages"]
@@ -302,7 +256,7 @@ async def test_an_error_line_mid_stream_the_call_never_runs(
             )
         ),
     )
-    tool = ToolSpy()
+    tool = ToolSpy(ids=False)
     async with chat_client(via, server) as chat:
         turn = await chat.turn(list(USER))
     results = [r async for r in dispatch(turn, tool)]
@@ -328,8 +282,8 @@ async def test_a_dropped_connection_cuts_the_last_call(
         chat_line(calls=[ollama_call("write", GOOD, 1, "call_d0000002")]),
         done_line(),
     )
-    server.script(Reply(body, drop=True, lines=2))
-    tool = ToolSpy()
+    server.script(Reply(body, cut="drop", events=2))
+    tool = ToolSpy(ids=False)
     async with chat_client(via, server) as chat:
         turn = await chat.turn(list(USER))
     _ = [r async for r in dispatch(turn, tool)]
@@ -355,7 +309,7 @@ async def test_ollama_refuses_string_arguments_with_400(
         {"role": "tool", "content": "x", "tool_name": "read", "tool_call_id": "c1"},
     ]
     assert [p.kind for p in check_history(messages, PROVIDER)] == ["arguments_not_object"]
-    async with httpx.AsyncClient(base_url=server.host, timeout=10) as client:
+    async with httpx.AsyncClient(base_url=server.base_url, timeout=10) as client:
         async with client.stream("POST", "/api/chat", json=request_body(messages)) as response:
             turn = await toolwire.collect(response, PROVIDER)
     assert turn.stop_reason == "error"

@@ -24,8 +24,9 @@ import toolwire
 from toolwire.adapters.openai_responses import OpenAIResponsesHistory, output_items
 from toolwire.loop import ToolResult, check_history, dispatch, next_messages
 from toolwire.pipeline.events import Event
-from toolwire.pipeline.turn import CallRecord, Turn, TurnBuilder
+from toolwire.pipeline.turn import Turn, TurnBuilder
 
+from .loop_steps import ToolSpy
 from .openai_responses_server import ReplyBuilder, ScriptedResponsesServer, running_server
 
 pytestmark = pytest.mark.anyio
@@ -118,17 +119,6 @@ async def client_for(via: str, server: ScriptedResponsesServer) -> AsyncIterator
             base_url=server.base_url, api_key="x", max_retries=0, timeout=10
         ) as sdk:
             yield SdkClient(sdk)
-
-
-class ToolSpy:
-    """Records every call that reached the tool; the loop's only way to run anything."""
-
-    def __init__(self) -> None:
-        self.ran: list[tuple[str, str, dict[str, Any] | None]] = []
-
-    async def __call__(self, call: CallRecord) -> Any:
-        self.ran.append((call.name, call.id, call.arguments))
-        return "written"
 
 
 def turn_of(events: list[Event]) -> Turn:
