@@ -307,12 +307,11 @@ class Pipeline:
         mapper = open_mapper(self._provider, settings)
         observer = self._observer(mapper.provider_name, run)
         builder = TurnBuilder(provider=mapper.provider_name, stop_on=self._conditions)
-        add = builder.add
+        add_many = builder.add_many
         batches = observed_batches(run_pipeline(source, mapper, run.stages), observer)
         try:
             async for batch in batches:
-                for event in batch:
-                    add(event)
+                add_many(batch)
         finally:
             await batches.aclose()
         return builder.build()

@@ -166,6 +166,19 @@ class TurnBuilder:
         if handler is not None:
             handler(self, event)
 
+    def add_many(self, events: list[Event]) -> None:
+        """:meth:`add` for a batch; text and reasoning pieces, most of a turn, cost least."""
+        handlers = _HANDLERS
+        text = self._text.append
+        text_delta = TextDelta
+        for event in events:
+            if type(event) is text_delta:
+                text(event.text)
+                continue
+            handler = handlers.get(type(event))
+            if handler is not None:
+                handler(self, event)
+
     def _text_delta(self, event: TextDelta) -> None:
         self._text.append(event.text)
 

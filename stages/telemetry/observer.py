@@ -169,6 +169,9 @@ class NullObserver:
     def observe(self, event: Event) -> None:
         """Ignore the event."""
 
+    def observe_many(self, events: list[Event]) -> None:
+        """Ignore the events."""
+
     def close(self, error: BaseException | None = None) -> None:
         """Nothing to end."""
 
@@ -302,6 +305,18 @@ class TurnObserver:
             handler(self, event)
         except Exception:
             _report("observe")
+
+    def observe_many(self, events: list[Event]) -> None:
+        """:meth:`observe` for a batch: one call per batch, not per event (``collect``)."""
+        handlers = _HANDLERS
+        for event in events:
+            handler = handlers.get(type(event), _unknown)
+            if handler is None:
+                continue
+            try:
+                handler(self, event)
+            except Exception:
+                _report("observe")
 
     def _on_info(self, event: ResponseInfo) -> None:
         span = self._span

@@ -59,11 +59,10 @@ async def observed_batches(
 ) -> AsyncGenerator[list[Event]]:
     """Like :func:`observed_events` for a consumer that reads every batch (``collect``)."""
     with ObserverScope(observer) as observing:
-        observe = observing.observe
+        observe_many = observing.observe_many
         try:
             async for batch in batches:
-                for event in batch:
-                    observe(event)
+                observe_many(batch)
                 yield batch
         finally:
             await batches.aclose()
