@@ -31,6 +31,7 @@ ProblemKind = Literal[
     "arguments_not_json",
     "arguments_not_object",
     "result_out_of_place",
+    "result_hidden",
 ]
 
 

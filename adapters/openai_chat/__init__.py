@@ -24,7 +24,9 @@ def _provider(profile: ServerProfile) -> Provider:
     return Provider(
         profile.gen_ai_name,
         open_mapper,
-        OpenAIChatHistory(empty_content=profile.empty_assistant_content),
+        OpenAIChatHistory(
+            empty_content=profile.empty_assistant_content, result_role=profile.tool_result_role
+        ),
         read_chat_request,
     )
 

@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions history: the assistant turn, ``role: tool`` results, and the check."""
+"""OpenAI Chat Completions history: the assistant turn, the tool results, and the check."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import msgspec
 from ...pipeline.results import ToolResult
 from ...pipeline.turn import Turn
 from ..history import HistoryProblem, replay_arguments
+from .profiles import ToolResultRole
 
 __all__ = ["OpenAIChatHistory"]
 
@@ -18,14 +19,20 @@ class OpenAIChatHistory:
     """The Chat Completions message format, in the form each server profile accepts.
 
     ``empty_content`` is what an assistant turn with no text sends as ``content``: ``None``
-    (``null``, as OpenAI documents it) by default, ``""`` for servers that refuse ``null``
-    (llama-cpp-python; see :mod:`toolwire.adapters.openai_chat.profiles`).
+    (``null``, as OpenAI documents it) by default, ``""`` for servers that refuse ``null``.
+    ``result_role`` is how results are sent: ``tool`` messages by default, ``user`` messages
+    that name the call for servers whose prompt drops ``role: tool`` messages. Both come from
+    the server's profile (llama-cpp-python needs ``""`` and ``user``; see
+    :mod:`toolwire.adapters.openai_chat.profiles`).
     """
 
-    __slots__ = ("empty_content",)
+    __slots__ = ("empty_content", "result_role")
 
-    def __init__(self, empty_content: str | None = None) -> None:
+    def __init__(
+        self, empty_content: str | None = None, result_role: ToolResultRole = "tool"
+    ) -> None:
         self.empty_content = empty_content
+        self.result_role = result_role
 
     def assistant_messages(self, turn: Turn) -> list[dict[str, Any]]:
         """The one message that replays ``turn`` (see :meth:`assistant_message`)."""
@@ -49,17 +56,38 @@ class OpenAIChatHistory:
         return message
 
     def tool_result_messages(self, results: Sequence[ToolResult]) -> list[dict[str, Any]]:
-        """One ``role: tool`` message per result, in order."""
+        """One message per result, in order: ``role: tool``, or ``role: user`` naming the call.
+
+        A ``user`` result keeps ``tool_call_id`` (llama-cpp-python ignores the key; the history
+        check pairs the result with its call by it) and its text says which call it answers,
+        because that text is all the model reads.
+        """
+        if self.result_role == "user":
+            return [
+                {
+                    "role": "user",
+                    "tool_call_id": result.call_id,
+                    "content": user_result_text(result),
+                }
+                for result in results
+            ]
         return [
             {"role": "tool", "tool_call_id": result.call_id, "content": result.content}
             for result in results
         ]
 
+    def _is_result(self, message: Mapping[str, Any]) -> bool:
+        role = message.get("role")
+        return role == "tool" or (
+            self.result_role == "user" and role == "user" and "tool_call_id" in message
+        )
+
     def problems(self, messages: Sequence[Mapping[str, Any]]) -> list[HistoryProblem]:
         """Unanswered calls, orphan or duplicate results, unparseable or non-object arguments.
 
         Chat Completions wants the results of an assistant message's calls right after it,
-        before the next assistant or user message.
+        before the next assistant or user message. With ``result_role="user"``, a ``role: tool``
+        message is a problem too (``result_hidden``): the server's prompt drops it.
         """
         found: list[HistoryProblem] = []
         seen_ids: set[str] = set()
@@ -67,7 +95,18 @@ class OpenAIChatHistory:
         answered: set[str] = set()
         for position, message in enumerate(messages):
             role = message.get("role")
-            if role == "tool":
+            if self._is_result(message):
+                if role == "tool" and self.result_role == "user":
+                    found.append(
+                        HistoryProblem(
+                            "result_hidden",
+                            position,
+                            _call_id_of(message),
+                            "this server drops role: tool messages from the prompt, so the "
+                            "model never reads this result; send it as a user message "
+                            "(next_messages does)",
+                        )
+                    )
                 call_id = message.get("tool_call_id")
                 if not isinstance(call_id, str) or call_id not in seen_ids:
                     found.append(
@@ -176,3 +215,13 @@ class OpenAIChatHistory:
                     "arguments must be a JSON object",
                 )
             )
+
+
+def _call_id_of(message: Mapping[str, Any]) -> str | None:
+    call_id = message.get("tool_call_id")
+    return call_id if isinstance(call_id, str) else None
+
+
+def user_result_text(result: ToolResult) -> str:
+    """The text of a result sent as a user message: which call it answers, then the result."""
+    return f"Result of tool call `{result.name}` (id {result.call_id}):\n{result.content}"

@@ -128,6 +128,18 @@ def finish_reason_from_openai(raw: str) -> StopReason:
 
 _DEFAULT_SETTINGS = MapperSettings()
 
+#: Said after "empty body" for a server that streams tool calls only when one is forced.
+FORCED_TOOL_HINT = (
+    "; this server sends an empty body when a streamed request with tool_choice \"auto\" picks "
+    "a tool (llama-cpp-python): name the function in tool_choice"
+)
+
+
+def _with_forced_tool_hint(event: Event) -> Event:
+    if isinstance(event, ProviderError) and event.kind == "empty_response":
+        return msgspec.structs.replace(event, message=event.message + FORCED_TOOL_HINT)
+    return event
+
 
 class OpenAIChatMapper:
     """Sans-I/O mapper for one Chat Completions stream (SSE bytes or SDK chunk objects)."""
@@ -142,6 +154,7 @@ class OpenAIChatMapper:
         self.provider_name = profile.gen_ai_name
         self._sse = SSEDecoder()
         self._state = StreamState(settings, hides_length_finish=profile.hides_length_finish)
+        self._forced_tools_only = profile.streams_tool_calls_only_when_forced
         self._calls = self._state.calls
         self._facts = self._state.facts
         self._info_sent = False
@@ -216,6 +229,8 @@ class OpenAIChatMapper:
             self._state.not_a_stream(
                 out, size=sse.bytes_seen, head=sse.first_bytes, what="an event stream"
             )
+            if sse.bytes_seen == 0 and self._forced_tools_only:
+                out[:] = [_with_forced_tool_hint(event) for event in out]
         if self._object_source and not failed and self._facts.output_tokens is not None:
             # The SDK consumes ``[DONE]`` itself, so an SDK source cannot show it. A usage report
             # is only sent once generation is over (OpenRouter/Kimi never sends a finish reason),

@@ -2,14 +2,21 @@
 
 One wire format, many servers: a quirk that only one server has belongs to that server's
 provider name, never to every Chat-Completions stream. Each fact here was seen on the server
-(the recordings in ``shared/fixtures/streams/`` and the tests that start it).
+(the recordings in ``shared/fixtures/streams/`` and ``toolwire/recordings/``, the prompt the
+server printed with ``--verbose true``, and the tests that start it: ``tests/demo/``).
+``docs/local-servers.md`` tells the whole story of each one.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
-__all__ = ["CHAT_PROFILES", "ServerProfile"]
+__all__ = ["CHAT_PROFILES", "ServerProfile", "ToolResultRole"]
+
+#: How a tool result reaches the model: ``tool`` messages, or ``user`` messages naming the call.
+ToolResultRole = Literal["tool", "user"]
 
 
 class ServerProfile(msgspec.Struct, frozen=True, kw_only=True):
@@ -23,9 +30,24 @@ class ServerProfile(msgspec.Struct, frozen=True, kw_only=True):
     #: ``llama-cpp-python/*_cut_*.real.sse`` recordings.
     hides_length_finish: bool = False
     #: What an assistant turn with tool calls and no text sends as ``content``. OpenAI
-    #: documents ``null``; llama-cpp-python answers HTTP 500 to ``null`` and an empty 200 when
-    #: the field is left out, and accepts only ``""``.
+    #: documents ``null``; llama-cpp-python answers HTTP 500 to ``null`` (its chat template
+    #: takes the ``length`` of the content) and accepts ``""``.
     empty_assistant_content: str | None = None
+    #: How tool results are sent so that the model reads them. ``tool``: one ``role: tool``
+    #: message per result, as OpenAI documents. ``user``: one ``role: user`` message per result,
+    #: whose text names the tool and the call id and then quotes the result (a rejection: the
+    #: judge's message); it also carries ``tool_call_id``, which the server ignores and the
+    #: history check reads. llama-cpp-python's ``chatml-function-calling`` template renders a
+    #: ``role: tool`` message as a bare ``<|im_start|>tool`` line with no content and no end
+    #: marker (seen in the prompt the server prints with ``--verbose true``), so a result or a
+    #: rejection sent that way never reaches the model.
+    tool_result_role: ToolResultRole = "tool"
+    #: Tool calls stream only when ``tool_choice`` names a function. llama-cpp-python with
+    #: ``--chat_format chatml-function-calling`` answers a streamed ``tool_choice: "auto"``
+    #: request whose model picks a tool with HTTP 200 and an empty body (its handler raises
+    #: "Automatic streaming tool choice is not supported" after the headers are sent), and
+    #: refuses ``"required"``. The empty-body error then says so.
+    streams_tool_calls_only_when_forced: bool = False
 
 
 #: provider name -> profile, for every name that reads Chat Completions streams.
@@ -35,7 +57,11 @@ CHAT_PROFILES: dict[str, ServerProfile] = {
     "azure-openai": ServerProfile(gen_ai_name="azure.ai.openai"),
     "openai-compatible": ServerProfile(gen_ai_name="openai"),
     "llama-cpp": ServerProfile(
-        gen_ai_name="llama.cpp", hides_length_finish=True, empty_assistant_content=""
+        gen_ai_name="llama.cpp",
+        hides_length_finish=True,
+        empty_assistant_content="",
+        tool_result_role="user",
+        streams_tool_calls_only_when_forced=True,
     ),
     "llama-server": ServerProfile(gen_ai_name="llama.cpp"),
     "vllm": ServerProfile(gen_ai_name="vllm"),
