@@ -1,7 +1,9 @@
-"""The ``toolwire`` command, one module per sub-command: ``replay`` and ``check``.
+"""The ``toolwire`` command, one module per sub-command: ``replay``, ``check`` and ``demo``.
 
 Exit codes: 0 when the work was done (a rejected call is a result, not a failure), 1 when the
-input could not be read, 2 on a usage error. Errors are one line on stderr, never a traceback.
+input could not be read (or, for ``demo``, the run could not be made), 2 on a usage error, 130
+when interrupted. Errors are one line on stderr, never a traceback. Each command's ``--help``
+ends with examples and its exit codes.
 
 Output never fails on its encoding: a character that stdout or stderr cannot encode (an ASCII
 terminal, ``PYTHONIOENCODING=ascii``, a Windows console code page) is written as a ``\\uXXXX``
@@ -20,6 +22,7 @@ from typing import NoReturn
 from ..pipeline.errors import ToolwireError
 from .check import add_check_parser
 from .common import UnreadableInput
+from .demo import add_demo_parser
 from .replay import add_replay_parser
 
 __all__ = ["main"]
@@ -28,14 +31,51 @@ __all__ = ["main"]
 _ESCAPE_ERRORS = "toolwire.json_escape"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error written as one line (and exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        _fail(f"{message} (see {self.prog} --help)", 2)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="toolwire", description="Make LLM tool calls safe to stream."
-    )
+    parser = _Parser(prog="toolwire", description="Make LLM tool calls safe to stream.")
     commands = parser.add_subparsers(dest="command", required=True)
     add_replay_parser(commands)
     add_check_parser(commands)
+    add_demo_parser(commands)
+    for name, command in commands.choices.items():
+        if name in _EXAMPLES:
+            command.epilog = _EXAMPLES[name]
+            command.formatter_class = argparse.RawDescriptionHelpFormatter
     return parser
+
+
+#: The examples and exit codes that end ``--help`` (``demo`` writes its own).
+_EXAMPLES = {
+    "replay": """\
+examples:
+  toolwire replay bundled:llama_cpp_write_cut_at_max_tokens
+  toolwire replay body.sse --provider llama-cpp --request request.json --json
+  toolwire replay body.sse --tools tools.json --max-tokens 256
+
+exit codes:
+  0    the stream was read (a rejected call is a result, not a failure)
+  1    the file cannot be read, or it is no stream of that provider
+  2    usage error (a bad option value, an unusable --tools or --request file)
+""",
+    "check": """\
+examples:
+  echo '{"path": "a.txt",}' | toolwire check --tool write
+  toolwire check --tool write --schema write.schema.json --strict < arguments.txt
+  toolwire check --jsonl < calls.jsonl
+
+exit codes:
+  0    every input was judged (a rejected call is a result, not a failure)
+  1    a --jsonl line cannot be read or its schema cannot be used
+  2    usage error (no --tool, an unusable --schema file)
+""",
+}
 
 
 def _json_escape(character: str) -> str:

@@ -13,7 +13,7 @@ import msgspec
 from ..adapters.registry import provider_names
 from ..api import collect
 from ..pipeline.turn import CallRecord, Turn
-from ..recordings import bundled_names, bundled_provider, read_bundled
+from ..recordings import bundled_names, bundled_provider, bundled_request, read_bundled
 from .common import UnreadableInput, read_json_file
 
 __all__ = ["add_replay_parser", "turn_json"]
@@ -46,7 +46,8 @@ def add_replay_parser(commands: Any) -> None:
         metavar="REQUEST_JSON",
         help=(
             "the request body that was sent: max_tokens, stop sequences, tools and model are "
-            "read from it, so that a cut is blamed on the token limit only with evidence"
+            "read from it, so that a cut is blamed on the token limit only with evidence "
+            "(default for a bundled recording: the request that produced it, when shipped)"
         ),
     )
     replay.add_argument("--max-tokens", type=_positive_int, default=None, metavar="N")
@@ -173,7 +174,7 @@ _UNREADABLE_KINDS = frozenset({"not_a_stream", "empty_response", "http_status"})
 def _replay(args: argparse.Namespace) -> int:
     body = _read_source(args.file)
     tools = _load_tools(args.tools)
-    request = _load_request(args.request)
+    request = _load_request(args.request, args.file)
     provider = args.provider or _default_provider(args.file)
     turn = anyio.run(_collect, body, provider, args.max_tokens, tools, request)
     unreadable = [error for error in turn.errors if error.kind in _UNREADABLE_KINDS]
@@ -199,10 +200,21 @@ def _default_provider(file: str) -> str:
     return "openai-chat"
 
 
-def _load_request(path: Path | None) -> dict[str, Any] | None:
+def _load_request(path: Path | None, file: str) -> dict[str, Any] | None:
     if path is None:
-        return None
+        return _bundled_request(file)
     request: dict[str, Any] = read_json_file(path, dict, "the JSON request body that was sent")
+    return request
+
+
+def _bundled_request(file: str) -> dict[str, Any] | None:
+    """The request shipped with a bundled recording (``NAME.request.json``), if there is one."""
+    if not file.startswith(_BUNDLED):
+        return None
+    data = bundled_request(file[len(_BUNDLED) :])
+    if data is None:
+        return None
+    request: dict[str, Any] = msgspec.json.decode(data)
     return request
 
 

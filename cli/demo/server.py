@@ -1,0 +1,200 @@
+"""Start llama-cpp-python's OpenAI-compatible server on a free loopback port, and always stop it.
+
+:class:`LocalServer` is a context manager: it starts ``python -m llama_cpp.server`` in its own
+process group (so a Ctrl-C in the terminal reaches the demo, which then stops the server, and
+never leaves it half-killed), with its output in a temporary log file, waits until
+``GET /v1/models`` answers, and on every way out (an error, Ctrl-C, SIGTERM, SIGHUP) sends the
+group SIGTERM, then SIGKILL after a grace period. On Linux the server is also told to die with
+the demo (``PR_SET_PDEATHSIG``), so even a demo killed with SIGKILL leaves no server behind.
+
+The server flags are the ones the demo was measured with (``docs/local-servers.md``):
+
+- ``--chat_format chatml-function-calling``: the chat format with tool calls;
+- ``--n_ctx 2048``: the model's window for the demo's conversations;
+- ``--n_ubatch 1``: llama-cpp-python 0.3.36 built for a CPU with AMX crashes (SIGSEGV in
+  ``ggml_backend_amx_mul_mat``) on its first prompt of more than one token; one token per
+  micro-batch never takes that path, and the prompt cache keeps it fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import httpx
+
+__all__ = ["LocalServer", "ServerFailed", "free_port", "stop_signals_raise"]
+
+_HOST = "127.0.0.1"
+_PR_SET_PDEATHSIG = 1
+
+
+class ServerFailed(Exception):
+    """The server did not start or stopped answering; the message says what and where to look."""
+
+
+def free_port() -> int:
+    """A TCP port on the loopback interface that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((_HOST, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child, between fork and exec
+    """Ask Linux to send the server SIGTERM when the demo dies, however it dies."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def server_command(model_file: Path, port: int, *, verbose: bool, model_name: str) -> list[str]:
+    """The command line that starts the server (documented in ``docs/local-servers.md``)."""
+    return [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(model_file),
+        "--model_alias", model_name,
+        "--host", _HOST,
+        "--port", str(port),
+        "--chat_format", "chatml-function-calling",
+        "--n_ctx", "2048",
+        "--n_ubatch", "1",
+        "--verbose", "true" if verbose else "false",
+    ]  # fmt: skip
+
+
+class LocalServer:
+    """``with LocalServer(model_file) as server:`` — ``server.base_url`` ends with ``/v1``."""
+
+    def __init__(
+        self,
+        model_file: Path,
+        *,
+        model_name: str,
+        start_timeout: float = 180.0,
+        verbose: bool = False,
+        log_path: Path | None = None,
+    ) -> None:
+        self.model_file = model_file
+        self.model_name = model_name
+        self.start_timeout = start_timeout
+        self.verbose = verbose
+        self.port = free_port()
+        self.base_url = f"http://{_HOST}:{self.port}/v1"
+        if log_path is None:
+            handle, name = tempfile.mkstemp(prefix="toolwire-llama-server-", suffix=".log")
+            os.close(handle)
+            log_path = Path(name)
+        self.log_path = log_path
+        self.command = server_command(
+            model_file, self.port, verbose=verbose, model_name=model_name
+        )
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> LocalServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start the server and wait until ``/v1/models`` answers (``ServerFailed`` if not)."""
+        with self.log_path.open("wb") as log:
+            self._process = subprocess.Popen(
+                self.command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            )
+        try:
+            self._wait_until_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_until_ready(self) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        with httpx.Client(timeout=2.0) as client:
+            while True:
+                code = self.returncode()
+                if code is not None:
+                    raise ServerFailed(
+                        f"the llama-cpp-python server exited with code {code} while starting: "
+                        f"{self.last_log_line()} (log: {self.log_path})"
+                    )
+                with contextlib.suppress(httpx.HTTPError):
+                    if client.get(f"{self.base_url}/models").status_code == 200:
+                        return
+                if time.monotonic() > deadline:
+                    raise ServerFailed(
+                        f"the llama-cpp-python server did not answer within "
+                        f"{self.start_timeout:g} s (log: {self.log_path})"
+                    )
+                time.sleep(0.2)
+
+    def returncode(self) -> int | None:
+        """The server's exit code, or ``None`` while it runs (or before it started)."""
+        return None if self._process is None else self._process.poll()
+
+    def last_log_line(self) -> str:
+        """The last non-empty line the server wrote (for one-line errors)."""
+        try:
+            lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        lines = [line.strip() for line in lines if line.strip()]
+        return lines[-1][:300] if lines else "(the log is empty)"
+
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGTERM to the server's process group, SIGKILL after ``grace`` seconds; idempotent."""
+        process = self._process
+        if process is None or process.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, grace)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, sig)
+            try:
+                process.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+@contextlib.contextmanager
+def stop_signals_raise() -> Iterator[None]:
+    """While inside, SIGTERM and SIGHUP raise ``KeyboardInterrupt`` like Ctrl-C does.
+
+    So every ``finally`` runs (the server is stopped) whichever way the demo is told to stop.
+    Only in the main thread, where Python allows signal handlers.
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int | None] = {}
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        previous[stop] = signal.signal(stop, interrupt)
+    try:
+        yield
+    finally:
+        for stop, handler in previous.items():
+            signal.signal(stop, handler if handler is not None else signal.SIG_DFL)

@@ -1,0 +1,223 @@
+"""``toolwire demo``: the real short suite in CI, the shipped replay, its errors and its help.
+
+The CI run is the issue's: ``toolwire demo --tasks 2 --budgets 16,256 --json out.json`` against
+the real local server, as a user starts it; its report is recounted from its own calls.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from toolwire.cli import main
+from toolwire.cli.demo import command as demo_command
+from toolwire.cli.demo.model_file import INSTALL_HINT, LocalExtraMissing
+from toolwire.recordings import DEMO_RECORDING, read_bundled_file
+
+from .report_check import check_report
+
+TOOLWIRE = [sys.executable, "-m", "toolwire.cli"]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_short_suite_runs_on_the_real_server(tmp_path: Path) -> None:
+    report_path = tmp_path / "out.json"
+    started = time.monotonic()
+    done = subprocess.run(
+        [*TOOLWIRE, "demo", "--tasks", "2", "--budgets", "16,256", "--json", str(report_path)],
+        capture_output=True, text=True, timeout=900, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(report_path.read_text())
+    check_report(report)
+    assert report["mode"] == "local"
+    assert report["provider"] == "llama-cpp"
+    assert report["budgets"] == [16, 256]
+    assert report["tasks"] == ["hello", "todo-list"]
+    summary = report["summary"]
+    assert summary["calls"] > 0
+    # At 16 tokens SmolLM2 cannot finish a hello-world write: cut, rejected, never run.
+    small = [c for c in report["calls"] if c["budget"] == 16 and c["name"] == "write"]
+    assert small
+    assert all(c["outcome"] == "rejected" and not c["executed"] for c in small)
+    assert all(c["reason"] == "truncated" for c in small)
+    assert summary["truncations"]["by_cut_by"].get("token_limit", 0) > 0
+    # With room to finish, calls run.
+    assert any(c["executed"] for c in report["calls"] if c["budget"] == 256)
+    assert "a plain loop" in done.stdout
+    assert "stopped" not in done.stderr
+    print(f"short suite: {time.monotonic() - started:.1f} s")
+
+
+def bundled_report(capsys: pytest.CaptureFixture[str], tmp_path: Path, *more: str) -> Any:
+    path = tmp_path / "replay.json"
+    code, out, err = run(capsys, "demo", "--replay", "--json", str(path), *more)
+    assert (code, err) == (0, ""), err
+    return json.loads(path.read_text()), out
+
+
+def test_replay_gives_the_full_report_in_seconds(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    started = time.monotonic()
+    report, out = bundled_report(capsys, tmp_path)
+    assert time.monotonic() - started < 30
+    check_report(report)
+    assert report["mode"] == "replay"
+    assert report["provider"] == "llama-cpp"
+    summary = report["summary"]
+    assert summary["by_outcome"]["rejected"] > 0
+    assert summary["plain_loop"]["crashed_turns"] > 0
+    assert "replayed from a recording of real runs" in out
+
+
+def test_replay_of_a_subset(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    report, _ = bundled_report(capsys, tmp_path, "--tasks", "2", "--budgets", "16,256")
+    check_report(report)
+    assert report["tasks"] == ["hello", "todo-list"]
+    assert {run["budget"] for run in report["runs"]} == {16, 256}
+
+
+def test_replay_draws_the_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    picture = tmp_path / "outcomes.png"
+    code, _, err = run(capsys, "demo", "--replay", "--tasks", "1", "--plot", str(picture))
+    assert (code, err) == (0, "")
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_recording_is_real_bytes_with_its_request() -> None:
+    lines = gzip.decompress(read_bundled_file(DEMO_RECORDING + ".jsonl.gz")).splitlines()
+    first = json.loads(lines[0])
+    assert set(first) == {"run", "turn", "request", "status", "body"}
+    assert first["request"]["stream"] is True
+    assert first["body"].startswith("data: ")
+    assert first["body"].rstrip().endswith("data: [DONE]")
+
+
+def one_line(err: str) -> str:
+    assert err.count("\n") == 1, err
+    assert err.startswith("toolwire: "), err
+    return err
+
+
+def test_without_the_local_extra_it_says_how_to_install_and_offers_replay(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def missing() -> Path:
+        raise LocalExtraMissing("llama-cpp-python's server is not installed (missing: llama_cpp)")
+
+    monkeypatch.setattr(demo_command, "check_local_extra", missing)
+    code, out, err = run(capsys, "demo")
+    assert (code, out) == (1, "")
+    line = one_line(err)
+    assert INSTALL_HINT in line
+    assert "toolwire demo --replay" in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "says"),
+    [
+        (["demo", "--tasks", "0"], 2, "between 1 and"),
+        (["demo", "--budgets", "16,x"], 2, "not a number"),
+        (["demo", "--budgets", "0"], 2, "positive"),
+        (["demo", "--replay", "--base-url", "http://x"], 2, "no --base-url"),
+        (["demo", "--replay", "/nonexistent/runs.jsonl"], 1, "cannot read"),
+        (["demo", "--replay", "--budgets", "17"], 1, "has no run"),
+        (["demo", "--base-url", "http://127.0.0.1:9/v1", "--tasks", "1", "--budgets", "16"], 1,
+         "cannot talk to"),
+    ],
+)  # fmt: skip
+def test_each_error_is_one_clear_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], code: int, says: str
+) -> None:
+    got, _, err = run(capsys, *argv)
+    assert got == code
+    assert says in one_line(err)
+
+
+def test_a_recording_that_is_not_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"run": "hello@16"}\n')
+    code, _, err = run(capsys, "demo", "--replay", str(bad))
+    assert code == 1
+    assert "line 1" in one_line(err)
+
+
+def test_plot_without_matplotlib_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name)
+    )
+    code, _, err = run(capsys, "demo", "--replay", "--plot", str(tmp_path / "x.png"))
+    assert code == 1
+    assert "pip install matplotlib" in one_line(err)
+
+
+@pytest.mark.parametrize("command", ["replay", "check", "demo"])
+def test_every_command_has_help_with_examples_and_exit_codes(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    code, out, _ = run(capsys, command, "--help")
+    assert code == 0
+    assert "examples:" in out
+    assert f"toolwire {command}" in out.split("examples:")[1]
+    assert "exit codes:" in out
+
+
+def test_ctrl_c_and_sigterm_stop_the_local_server(tmp_path: Path) -> None:
+    """However the demo is stopped, the server it started is stopped too."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        log = tmp_path / f"server-{sig}.log"
+        with subprocess.Popen(
+            [*TOOLWIRE, "demo", "--server-log", str(log)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        ) as demo:  # fmt: skip
+            assert demo.stderr is not None
+            line = demo.stderr.readline()  # "toolwire: llama-cpp-python is serving ... at URL"
+            assert " at http://127.0.0.1:" in line, line
+            base_url = line.split(" at ", 1)[1].split(" ", 1)[0]
+            assert httpx.get(f"{base_url}/models", timeout=10).status_code == 200
+            demo.send_signal(sig)
+            assert demo.wait(timeout=60) == 130
+            assert "interrupted" in demo.stderr.read()
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{base_url}/models", timeout=5)
+
+
+
+def test_a_bundled_recording_replays_with_the_request_that_produced_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "replay", "bundled:llama_cpp_write_raw_newlines", "--json")
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert data["schema_checked"] is True  # the tools came from the shipped request
+    (call,) = data["calls"]
+    assert call["outcome"] == "repaired"
+    assert call["repairs"] == ["control_chars"]
+    assert "\n" in call["arguments_raw"]  # a raw newline inside the JSON string
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(call["arguments_raw"])  # what a plain loop does with it
