@@ -10,7 +10,8 @@ call. The body is handed over as 64 KB reads.
 
 - floor: join the reads, split the events (SSE: on blank lines; NDJSON: on lines), decode every
   payload with msgspec into a typed Struct holding only what the floor reads, join the argument
-  pieces (or take the whole call), decode the arguments once. No framing rules, no error
+  pieces (or take the whole call), decode the arguments once; where the body carries text (the
+  Gemini and Ollama bodies), join the text too, since the turn holds it. No framing rules, no error
   handling, no events: what any reader must do.
 - toolwire: ``await toolwire.collect(<64 KB reads>, provider, judge=False)`` then
   ``msgspec.json.decode`` of the call's text (the judge would parse it itself).
@@ -179,6 +180,7 @@ class _Call(msgspec.Struct):
 
 
 class _Part(msgspec.Struct):
+    text: str | None = None
     functionCall: _Call | None = None
 
 
@@ -199,6 +201,7 @@ class _OllamaToolCall(msgspec.Struct):
 
 
 class _OllamaMessage(msgspec.Struct):
+    content: str = ""
     tool_calls: list[_OllamaToolCall] | None = None
 
 
@@ -253,20 +256,30 @@ def floor_anthropic(body: bytes) -> Any:
 
 def floor_gemini(body: bytes) -> Any:
     found = None
+    texts = []
     for payload in _payloads(body):
         for candidate in _gemini(payload).candidates:
             for part in candidate.content.parts if candidate.content else ():
                 if part.functionCall is not None:
                     found = part.functionCall.args
+                elif part.text:
+                    texts.append(part.text)
+    "".join(texts)  # the turn's text, which any reader of these bodies must build too
     return found
 
 
 def floor_ollama(body: bytes) -> Any:
     found = None
+    texts = []
     for line in body.splitlines():
         message = _ollama(line).message
-        for call in (message.tool_calls or ()) if message else ():
+        if message is None:
+            continue
+        if message.content:
+            texts.append(message.content)
+        for call in message.tool_calls or ():
             found = call.function.arguments
+    "".join(texts)  # the turn's text, which any reader of these bodies must build too
     return found
 
 
