@@ -1,17 +1,22 @@
-"""The error every adapter reports for an event or line over the framing cap.
+"""The errors every adapter reports for a piece of the stream it cannot read.
 
-The framing decoders (:mod:`.sse`, :mod:`.ndjson`) stop buffering an oversized event and hand
-back a :class:`FrameOverflow` in its place. Whatever the event held is lost, so it is reported
-as an unreadable piece (``too_long``): any call being written then never runs.
+Each is handed to ``StreamState.unreadable``, so any call being written then never runs:
+
+- an event or line over the framing cap: the decoders (:mod:`.sse`, :mod:`.ndjson`) stop
+  buffering it and hand back a :class:`FrameOverflow` in its place (``too_long``);
+- a data line that is not JSON (``not_json``);
+- a chunk whose JSON has a shape the provider never sends (``unknown_shape``).
 """
 
 from __future__ import annotations
+
+import msgspec
 
 from ..pipeline.events import ProviderError
 from ..pipeline.mapper import cap_text
 from .sse import FrameOverflow
 
-__all__ = ["overflow_error"]
+__all__ = ["not_json_error", "overflow_error", "unknown_shape_error"]
 
 
 def overflow_error(item: FrameOverflow) -> ProviderError:
@@ -24,4 +29,18 @@ def overflow_error(item: FrameOverflow) -> ProviderError:
         ),
         kind="too_long",
         raw=cap_text(item.head),
+    )
+
+
+def not_json_error(error: msgspec.DecodeError, data: bytes) -> ProviderError:
+    """A ``not_json`` error quoting the line."""
+    return ProviderError(
+        message=f"a data line that is not JSON: {error}", kind="not_json", raw=cap_text(data)
+    )
+
+
+def unknown_shape_error(error: msgspec.ValidationError, raw: bytes | str) -> ProviderError:
+    """An ``unknown_shape`` error quoting the chunk."""
+    return ProviderError(
+        message=f"a chunk of unknown shape: {error}", kind="unknown_shape", raw=cap_text(raw)
     )

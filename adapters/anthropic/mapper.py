@@ -42,7 +42,7 @@ import msgspec
 from ...pipeline.events import Event, ProviderContent, ProviderError, ResponseInfo, TextDelta, Usage
 from ...pipeline.mapper import MapperSettings, cap_text
 from ...pipeline.stream_state import StreamState
-from ..frame_errors import overflow_error
+from ..frame_errors import not_json_error, overflow_error
 from ..sse import FrameOverflow, SSEMessage
 from .blocks import ContentRecord
 from .content import ContentReader
@@ -164,14 +164,7 @@ class AnthropicMapper:
                 # An error event whose body is not JSON is still the provider's error.
                 self._error(ErrorBody(message=cap_text(data, 200)), out, data)
                 return
-            self._state.unreadable(
-                out,
-                ProviderError(
-                    message=f"a data line that is not JSON: {error}",
-                    kind="not_json",
-                    raw=cap_text(data),
-                ),
-            )
+            self._state.unreadable(out, not_json_error(error, data))
             return
         if event.type is None and message.event is not None:
             event.type = message.event.decode("utf-8", "replace")

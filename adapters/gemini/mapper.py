@@ -46,7 +46,7 @@ from ...pipeline.events import (
 )
 from ...pipeline.mapper import MapperSettings, cap_text
 from ...pipeline.stream_state import StreamState
-from ..frame_errors import overflow_error
+from ..frame_errors import not_json_error, overflow_error, unknown_shape_error
 from ..sse import FrameOverflow, SSEDecoder, SSEMessage
 from .finish import (
     MALFORMED,
@@ -172,7 +172,7 @@ class GeminiMapper:
         try:
             decoded = msgspec.convert(payload, Chunk)
         except msgspec.ValidationError as error:
-            self._state.unreadable(out, _unknown_shape(error, repr(payload)))
+            self._state.unreadable(out, unknown_shape_error(error, repr(payload)))
             return out
         self._chunk(decoded, out, b"")
         return out
@@ -208,19 +208,12 @@ class GeminiMapper:
         try:
             chunk = decode_chunk(data)
         except msgspec.ValidationError as error:
-            self._state.unreadable(out, _unknown_shape(error, data))
+            self._state.unreadable(out, unknown_shape_error(error, data))
             return
         except msgspec.DecodeError as error:
             if not data.strip():
                 return
-            self._state.unreadable(
-                out,
-                ProviderError(
-                    message=f"a data line that is not JSON: {error}",
-                    kind="not_json",
-                    raw=cap_text(data),
-                ),
-            )
+            self._state.unreadable(out, not_json_error(error, data))
             return
         self._chunk(chunk, out, data)
 
@@ -411,12 +404,6 @@ class GeminiMapper:
             parts = tuple(msgspec.to_builtins(part) for part in self._replay.parts())
             out.append(ProviderContent(items=parts))
         self._state.end(out)
-
-
-def _unknown_shape(error: msgspec.ValidationError, raw: bytes | str) -> ProviderError:
-    return ProviderError(
-        message=f"a chunk of unknown shape: {error}", kind="unknown_shape", raw=cap_text(raw)
-    )
 
 
 def _protocol(message: str, part: FunctionCall) -> ProviderError:

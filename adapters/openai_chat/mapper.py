@@ -34,7 +34,7 @@ from ...pipeline.events import (
 )
 from ...pipeline.mapper import MapperSettings, cap_text
 from ...pipeline.stream_state import StreamState
-from ..frame_errors import overflow_error
+from ..frame_errors import not_json_error, overflow_error, unknown_shape_error
 from ..sse import FrameOverflow, SSEDecoder, SSEMessage
 from .profiles import CHAT_PROFILES, ServerProfile
 
@@ -113,12 +113,6 @@ _FINISH_REASONS: dict[str, StopReason] = {
     "content_filter": "content_filter",
     "error": "error",
 }
-
-
-def _unknown_shape(error: msgspec.ValidationError, raw: bytes | str) -> ProviderError:
-    return ProviderError(
-        message=f"a chunk of unknown shape: {error}", kind="unknown_shape", raw=cap_text(raw)
-    )
 
 
 def finish_reason_from_openai(raw: str) -> StopReason:
@@ -204,7 +198,7 @@ class OpenAIChatMapper:
         try:
             decoded = msgspec.convert(payload, _Chunk, strict=False)
         except msgspec.ValidationError as error:
-            self._state.unreadable(out, _unknown_shape(error, repr(payload)))
+            self._state.unreadable(out, unknown_shape_error(error, repr(payload)))
             return out
         self._chunk(decoded, out, b"")
         return out
@@ -256,19 +250,12 @@ class OpenAIChatMapper:
         try:
             chunk = _decode_chunk(data)
         except msgspec.ValidationError as error:
-            self._state.unreadable(out, _unknown_shape(error, data))
+            self._state.unreadable(out, unknown_shape_error(error, data))
             return
         except msgspec.DecodeError as error:
             if not data.strip():
                 return
-            self._state.unreadable(
-                out,
-                ProviderError(
-                    message=f"a data line that is not JSON: {error}",
-                    kind="not_json",
-                    raw=cap_text(data),
-                ),
-            )
+            self._state.unreadable(out, not_json_error(error, data))
             return
         self._chunk(chunk, out, data)
 
