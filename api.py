@@ -219,6 +219,10 @@ class Pipeline:
         merged: dict[str, Any] = {**self._options, **changes}
         return Pipeline(self._provider, **merged)
 
+    def with_provider(self, provider: str) -> Pipeline:
+        """The same options for another provider (a proxy judges each endpoint's format)."""
+        return Pipeline(provider, **self._options)
+
     def _judge_stage(self, tools: Any) -> JudgeStage:
         return JudgeStage(
             tools=tools,

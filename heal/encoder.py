@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 
@@ -156,6 +156,11 @@ class ChatChunkEncoder:
     ``reasoning_field`` is the delta key reasoning goes out under (``reasoning_content``, as
     vLLM, LM Studio, xAI and DeepSeek send it; ``reasoning`` for OpenRouter's clients).
     """
+
+    #: The finish for a cut at the output-token limit.
+    LENGTH: ClassVar[str] = "length"
+    #: The finish of a turn that ends with calls to run.
+    CALLS: ClassVar[str] = "tool_calls"
 
     __slots__ = (
         "_calls_sent",
@@ -323,6 +328,20 @@ class ChatChunkEncoder:
         """
         self._failed = True
         return [{"error": error}]
+
+    # -- the format's words -------------------------------------------------------------------
+
+    def client_finish_reason(self, finish: Finish, *, calls_sent: bool) -> str:
+        """The ``finish_reason`` a client receives for ``finish`` (see the module docstring)."""
+        return client_finish_reason(finish, calls_sent=calls_sent)
+
+    def upstream_error(self, error: ProviderError) -> dict[str, Any]:
+        """The ``error`` object for a server's fatal error (:func:`upstream_error_object`)."""
+        return upstream_error_object(error)
+
+    def heal_failed(self, message: str, code: str) -> dict[str, Any]:
+        """The ``error`` object of a healing that failed: OpenAI's shape, toolwire's type."""
+        return {"message": message, "type": "toolwire_heal_failed", "param": None, "code": code}
 
     # -- a plain re-encoding -----------------------------------------------------------------
 

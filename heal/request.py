@@ -106,11 +106,17 @@ def accepted_result(call: CallRecord) -> ToolResult:
 
 
 def follow_up_body(
-    body: Mapping[str, Any], turn: Turn, next_messages: NextMessages
+    body: Mapping[str, Any],
+    turn: Turn,
+    next_messages: NextMessages,
+    *,
+    key: str = "messages",
 ) -> dict[str, Any]:
     """``body`` asked again: its messages, then ``turn`` and one result per call.
 
-    The previous request's ``messages`` come first, untouched; ``next_messages`` (the
+    The previous request's history (under ``key``: ``messages``; ``input`` for Responses,
+    where a lone string is the one user message it stands for) comes first, untouched;
+    ``next_messages`` (the
     provider's history format, as ``Pipeline.next_messages``) writes the assistant turn with
     every rejected call's arguments as ``{}`` and the results in the form the server shows
     its model.
@@ -118,19 +124,23 @@ def follow_up_body(
     results = [
         accepted_result(call) if call.may_run else rejected_result(call) for call in turn.calls
     ]
-    messages = [*body["messages"], *next_messages(turn, results)]
-    return {**body, "messages": messages}
+    history = body[key]
+    if isinstance(history, str):
+        history = [{"role": "user", "content": history}]
+    return {**body, key: [*history, *next_messages(turn, results)]}
 
 
-def raised_limit(body: Mapping[str, Any], ceiling: int) -> tuple[dict[str, Any], int | None]:
-    """``body`` with its output-token limit doubled, capped at ``ceiling``.
+def raised_limit(
+    body: Mapping[str, Any], ceiling: int, keys: Sequence[str] = LIMIT_KEYS
+) -> tuple[dict[str, Any], int | None]:
+    """``body`` with its output-token limit (under any of ``keys``) doubled, capped at ``ceiling``.
 
     Returns the new body and the new limit, or the body unchanged and ``None`` when no limit
     was set or it is already at the ceiling.
     """
     raised = dict(body)
     limits: list[int] = []
-    for key in LIMIT_KEYS:
+    for key in keys:
         value = body.get(key)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             continue

@@ -1,8 +1,9 @@
 """One healed exchange, sans-I/O: judged events in, the client's chunks and the retries out.
 
 A :class:`HealSession` is fed the judged events of each upstream response in turn (the first
-one, then each retry's) and decides what the client receives (through a
-:class:`~toolwire.heal.encoder.ChatChunkEncoder`) and whether to ask again. The shell (the
+one, then each retry's) and decides what the client receives (through the
+:class:`~toolwire.heal.wire_format.HealEncoder` of its wire format: Chat Completions, Anthropic
+Messages, Responses) and whether to ask again. The shell (the
 httpx transport) does the I/O: it sends the requests, runs ``Pipeline.stream`` on each
 response, passes every event to :meth:`HealSession.feed`, sends what comes back, and calls
 :meth:`HealSession.end_attempt` when a response ends.
@@ -47,14 +48,10 @@ from ..pipeline.events import (
 )
 from ..pipeline.mapper import cap_text
 from ..pipeline.turn import TurnBuilder
-from .encoder import (
-    ChatChunkEncoder,
-    WireItem,
-    add_usage,
-    client_finish_reason,
-    upstream_error_object,
-)
-from .request import NextMessages, follow_up_body, raised_limit
+from .chat_format import CHAT
+from .encoder import WireItem, add_usage
+from .request import HealPlan, NextMessages
+from .wire_format import HealEncoder, WireFormat
 
 __all__ = [
     "AttemptEnd",
@@ -172,12 +169,16 @@ class HealSession:
         body: dict[str, Any],
         next_messages: NextMessages,
         *,
-        encoder: ChatChunkEncoder | None = None,
+        wire: WireFormat = CHAT,
+        encoder: HealEncoder | None = None,
         max_retries: int = 2,
         max_tokens_ceiling: int | None = None,
         observer: HealObserver | None = None,
     ) -> None:
-        self.encoder = encoder or ChatChunkEncoder()
+        self.wire = wire
+        self.encoder = encoder or wire.encoder(
+            HealPlan(body=body, content=None, streaming=True, client_wants_usage=True)
+        )
         self.body = body
         self._next_messages = next_messages
         self._max_retries = max_retries
@@ -274,7 +275,7 @@ class HealSession:
             # The server failed, not the model: its error goes to the client, nothing is asked.
             self._observer.attempt_ended(attempt, usage, "upstream_error")
             self.rewritten = True
-            return self._end("upstream_error", encoder.error(upstream_error_object(fatal)))
+            return self._end("upstream_error", encoder.error(encoder.upstream_error(fatal)))
         rejected = self._rejected
         if rejected:
             self._observer.attempt_ended(attempt, usage, "rejected")
@@ -296,15 +297,15 @@ class HealSession:
         self._observer.attempt_ended(attempt, usage, "accepted")
         calls_sent = encoder.calls_sent > 0
         if attempt == 0:
-            reason = client_finish_reason(finish, calls_sent=calls_sent)
+            reason = encoder.client_finish_reason(finish, calls_sent=calls_sent)
             if reason != finish.raw:
                 self.rewritten = True
         elif finish.cut_by == "token_limit":
-            reason = "length"
+            reason = encoder.LENGTH
         elif calls_sent:
-            reason = "tool_calls"
+            reason = encoder.CALLS
         else:
-            reason = client_finish_reason(finish, calls_sent=False)
+            reason = encoder.client_finish_reason(finish, calls_sent=False)
         encoder.set_usage(self._total_usage)
         items += encoder.finish(reason)
         items += encoder.end()
@@ -312,10 +313,10 @@ class HealSession:
 
     def _retry(self, rejected: list[ToolCallRejected]) -> AttemptEnd:
         causes = tuple(heal_cause(event) for event in rejected)
-        body = follow_up_body(self.body, self._builder.build(), self._next_messages)
+        body = self.wire.follow_up_body(self.body, self._builder.build(), self._next_messages)
         limit: int | None = None
         if self._ceiling is not None and "token_limit" in causes:
-            body, limit = raised_limit(body, self._ceiling)
+            body, limit = self.wire.raised_limit(body, self._ceiling)
         self.attempt += 1
         self.body = body
         retry = Retry(
@@ -329,7 +330,7 @@ class HealSession:
         encoder = self.encoder
         if finish is not None and finish.cut_by == "token_limit":
             encoder.set_usage(self._total_usage)
-            return self._end("length", [*encoder.finish("length"), *encoder.end()])
+            return self._end("length", [*encoder.finish(encoder.LENGTH), *encoder.end()])
         return self._end("failed", encoder.error(self._failure(rejected)))
 
     def _failure(self, rejected: list[ToolCallRejected]) -> dict[str, Any]:
@@ -340,26 +341,22 @@ class HealSession:
         )
         retries = self.attempt
         asked = f"after {retries} {'retry' if retries == 1 else 'retries'}"
-        return {
-            "message": f"toolwire did not pass on a tool call the model sent ({asked}); "
+        return self.encoder.heal_failed(
+            f"toolwire did not pass on a tool call the model sent ({asked}); "
             f"no call was sent in its place. {said}",
-            "type": "toolwire_heal_failed",
-            "param": None,
-            "code": "tool_call_rejected",
-        }
+            "tool_call_rejected",
+        )
 
     def retry_refused(self, status: int, body: bytes) -> list[WireItem]:
         """A retry's request got HTTP ``status``: the exchange fails with an in-band error."""
         if self.outcome is not None:
             return []
         self._observer.attempt_ended(self.attempt, None, "http_error")
-        error = {
-            "message": f"toolwire asked the model again (retry {self.attempt}) after rejecting "
+        error = self.encoder.heal_failed(
+            f"toolwire asked the model again (retry {self.attempt}) after rejecting "
             f"a tool call, and the server answered HTTP {status}: {cap_text(body, 1000)}",
-            "type": "toolwire_heal_failed",
-            "param": None,
-            "code": "retry_http_status",
-        }
+            "retry_http_status",
+        )
         return self._end("failed", self.encoder.error(error)).items
 
     def _end(self, outcome: HealOutcome, items: list[WireItem]) -> AttemptEnd:

@@ -40,21 +40,18 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
 from ..adapters.openai_chat.profiles import CHAT_PROFILES
+from ..adapters.registry import provider as provider_entry
 from ..api import Pipeline, TruncatedCalls
 from ..judge import Policy
 from ..pipeline.errors import ConfigurationError
 from ..stages.telemetry.observer import Redactor
-from .completion import (
-    FAILED_STATUS,
-    completion_as_stream,
-    completion_body,
-    error_status,
-    read_completion,
-)
-from .encoder import ChatChunkEncoder, WireItem, sse_frame
-from .request import HealPlan, plan_request
+from .chat_format import ChatWireFormat
+from .completion import FAILED_STATUS
+from .encoder import WireItem
+from .request import HealPlan
 from .session import HealSession
 from .telemetry import HealTelemetry
+from .wire_format import WireFormat
 
 __all__ = ["HealingTransport"]
 
@@ -116,7 +113,8 @@ class HealingTransport(httpx.AsyncBaseTransport):
                 f"got {reasoning_field!r}"
             )
         self._wrapped = wrapped if wrapped is not None else httpx.AsyncHTTPTransport()
-        self._pipeline = Pipeline(
+        self._formats = healed_formats(provider, reasoning_field=reasoning_field)
+        chat = Pipeline(
             provider,
             policy=policy,
             truncated_calls=truncated_calls,
@@ -125,21 +123,38 @@ class HealingTransport(httpx.AsyncBaseTransport):
             capture_content=capture_content,
             redact=redact,
         )
+        self._pipeline = chat
+        self._pipelines = {
+            wire.provider: chat if wire.provider == provider else chat.with_provider(wire.provider)
+            for wire in self._formats
+        }
         self._telemetry = HealTelemetry(
             tracer_provider=tracer_provider,
             meter_provider=meter_provider,
             capture_content=capture_content,
             redact=redact,
         )
-        self._gen_ai_name = profile.gen_ai_name
         self._max_retries = max_retries
         self._ceiling = max_tokens_ceiling
-        self._reasoning_field = reasoning_field
 
     @property
     def pipeline(self) -> Pipeline:
-        """The pipeline every upstream response is judged with."""
+        """The pipeline every upstream Chat Completions response is judged with."""
         return self._pipeline
+
+    def pipeline_for(self, wire: WireFormat) -> Pipeline:
+        """The pipeline the responses of ``wire`` are judged with."""
+        return self._pipelines[wire.provider]
+
+    def format_for(self, request: httpx.Request) -> WireFormat | None:
+        """The wire format that heals ``request``, or ``None`` when it is not a call to heal."""
+        if request.method != "POST":
+            return None
+        path = request.url.path.rstrip("/")
+        for wire in self._formats:
+            if path.endswith(wire.path):
+                return wire
+        return None
 
     async def aclose(self) -> None:
         """Close the wrapped transport."""
@@ -147,9 +162,10 @@ class HealingTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request``; heal the response when it is a Chat Completions call with tools."""
-        if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
+        wire = self.format_for(request)
+        if wire is None:
             return await self._wrapped.handle_async_request(request)
-        plan = plan_request(await request.aread())
+        plan = wire.plan_request(await request.aread())
         if plan is None:
             return await self._wrapped.handle_async_request(request)
         upstream = request if plan.content is None else _with_content(request, plan.content)
@@ -157,7 +173,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
         if not 200 <= response.status_code < 300:
             return response
         if plan.streaming:
-            run = _HealedStream(self, request, self._session(plan), response)
+            run = _HealedStream(self, request, wire, self._session(wire, plan), response)
             return httpx.Response(
                 response.status_code,
                 headers=[
@@ -168,20 +184,19 @@ class HealingTransport(httpx.AsyncBaseTransport):
                 extensions=_passed_extensions(response),
             )
         try:
-            return await self._heal_completion(request, plan, response)
+            return await self._heal_completion(request, wire, plan, response)
         finally:
             await _close_quietly(response)
 
-    def _session(self, plan: HealPlan) -> HealSession:
+    def _session(self, wire: WireFormat, plan: HealPlan) -> HealSession:
         return HealSession(
             plan.body,
-            self._pipeline.next_messages,
-            encoder=ChatChunkEncoder(
-                usage=plan.client_wants_usage, reasoning_field=self._reasoning_field
-            ),
+            self.pipeline_for(wire).next_messages,
+            wire=wire,
+            encoder=wire.encoder(plan),
             max_retries=self._max_retries,
             max_tokens_ceiling=self._ceiling,
-            observer=self._telemetry.start(self._gen_ai_name),
+            observer=self._telemetry.start(provider_entry(wire.provider).gen_ai_name),
         )
 
     async def send_retry(self, request: httpx.Request, body: dict[str, Any]) -> httpx.Response:
@@ -189,21 +204,24 @@ class HealingTransport(httpx.AsyncBaseTransport):
         return await self._wrapped.handle_async_request(_with_content(request, _encode(body)))
 
     async def _heal_completion(
-        self, request: httpx.Request, plan: HealPlan, response: httpx.Response
+        self, request: httpx.Request, wire: WireFormat, plan: HealPlan, response: httpx.Response
     ) -> httpx.Response:
         content = await response.aread()
-        first = read_completion(content)
+        first = wire.read_body(content)
         if first is None:  # an error in a 200, another shape: not toolwire's to change
             return _rebuilt(response, content)
-        session = self._session(plan)
+        session = self._session(wire, plan)
         try:
-            return await self._heal_read_completion(request, session, response, content, first)
+            return await self._heal_read_completion(
+                request, wire, session, response, content, first
+            )
         finally:
             session.close()
 
     async def _heal_read_completion(
         self,
         request: httpx.Request,
+        wire: WireFormat,
         session: HealSession,
         response: httpx.Response,
         content: bytes,
@@ -212,7 +230,9 @@ class HealingTransport(httpx.AsyncBaseTransport):
         completion = first
         items: list[WireItem] = []
         while True:
-            events = self._pipeline.stream(completion_as_stream(completion), request=session.body)
+            events = self.pipeline_for(wire).stream(
+                wire.body_as_stream(completion), request=session.body
+            )
             try:
                 async for event in events:
                     items += session.feed(event)
@@ -231,12 +251,12 @@ class HealingTransport(httpx.AsyncBaseTransport):
                 retry_content = await retry.aread()
             finally:
                 await _close_quietly(retry)
-            read = read_completion(retry_content)
+            read = wire.read_body(retry_content)
             if read is None:
                 items += session.retry_refused(retry.status_code, retry_content)
                 break
             completion = read
-        error = error_status(items)
+        error = wire.error_body(items)
         if error is not None:
             return httpx.Response(
                 FAILED_STATUS,
@@ -245,7 +265,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
             )
         if not session.rewritten:
             return _rebuilt(response, content)
-        body = completion_body(first, items, reasoning_field=self._reasoning_field)
+        body = wire.healed_body(first, items)
         return _rebuilt(response, _encode(body))
 
 
@@ -260,11 +280,13 @@ class _HealedStream(httpx.AsyncByteStream):
         self,
         transport: HealingTransport,
         request: httpx.Request,
+        wire: WireFormat,
         session: HealSession,
         response: httpx.Response,
     ) -> None:
         self._transport = transport
         self._request = request
+        self._wire = wire
         self._session = session
         self._current = response
         self._pieces = self._run()
@@ -281,7 +303,8 @@ class _HealedStream(httpx.AsyncByteStream):
 
     async def _run(self) -> AsyncGenerator[bytes]:
         session = self._session
-        pipeline = self._transport.pipeline
+        pipeline = self._transport.pipeline_for(self._wire)
+        frame = self._wire.frame
         try:
             while True:
                 # The response itself: the runner reads it and closes it on every path.
@@ -291,12 +314,12 @@ class _HealedStream(httpx.AsyncByteStream):
                     async for event in events:
                         items = session.feed(event)
                         if items:
-                            yield sse_frame(items)
+                            yield frame(items)
                 finally:
                     await events.aclose()
                 end = session.end_attempt()
                 if end.items:
-                    yield sse_frame(end.items)
+                    yield frame(end.items)
                 if end.dropped:
                     raise httpx.RemoteProtocolError(
                         "the upstream stream ended before its finish; toolwire ends this one "
@@ -308,11 +331,16 @@ class _HealedStream(httpx.AsyncByteStream):
                 status = self._current.status_code
                 if not 200 <= status < 300:
                     body = await _read_capped(self._current)
-                    yield sse_frame(session.retry_refused(status, body))
+                    yield frame(session.retry_refused(status, body))
                     return
         finally:
             session.close()
             await _close_quietly(self._current)
+
+
+def healed_formats(chat_provider: str, *, reasoning_field: str) -> list[WireFormat]:
+    """The wire formats a transport heals: Chat Completions as ``chat_provider``, and the rest."""
+    return [ChatWireFormat(chat_provider, reasoning_field=reasoning_field)]
 
 
 def _with_content(request: httpx.Request, content: bytes) -> httpx.Request:
