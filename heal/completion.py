@@ -117,9 +117,7 @@ def completion_body(
             if delta.get(reasoning_field):
                 reasoning.append(delta[reasoning_field])
             for fragment in delta.get("tool_calls") or ():
-                calls.append(
-                    {key: value for key, value in fragment.items() if key != "index"}
-                )
+                calls.append({key: value for key, value in fragment.items() if key != "index"})
             if choice.get("finish_reason") is not None:
                 finish_reason = choice["finish_reason"]
     first_choice = first["choices"][0]

@@ -340,9 +340,7 @@ class HealRun:
                 if usage is not None and usage.input_tokens is not None:
                     exchange.set_attribute("toolwire.heal.retry.input_tokens", usage.input_tokens)
                 if usage is not None and usage.output_tokens is not None:
-                    exchange.set_attribute(
-                        "toolwire.heal.retry.output_tokens", usage.output_tokens
-                    )
+                    exchange.set_attribute("toolwire.heal.retry.output_tokens", usage.output_tokens)
                 if outcome not in ("healed", "passed", "cancelled"):
                     exchange.set_status(Status(StatusCode.ERROR))
                     exchange.set_attribute("error.type", outcome)
