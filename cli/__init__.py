@@ -1,4 +1,4 @@
-"""The ``toolwire`` command, one module per sub-command: ``replay``, ``check`` and ``demo``.
+"""The ``toolwire`` command, one module per sub-command: ``replay``, ``check``, ``demo``, ``serve``.
 
 Exit codes: 0 when the work was done (a rejected call is a result, not a failure), 1 when the
 input could not be read (or, for ``demo``, the run could not be made), 2 on a usage error, 130
@@ -24,6 +24,7 @@ from .check import add_check_parser
 from .common import UnreadableInput
 from .demo import add_demo_parser
 from .replay import add_replay_parser
+from .serve import add_serve_parser
 
 __all__ = ["main"]
 
@@ -44,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     add_replay_parser(commands)
     add_check_parser(commands)
     add_demo_parser(commands)
+    add_serve_parser(commands)
     for name, command in commands.choices.items():
         if name in _EXAMPLES:
             command.epilog = _EXAMPLES[name]
@@ -132,4 +134,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fail(str(error), 2)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
-

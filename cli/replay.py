@@ -182,9 +182,7 @@ def _replay(args: argparse.Namespace) -> int:
         turn.errors and not (turn.calls or turn.text or turn.model or turn.finish_raw)
     ):
         first = (unreadable or list(turn.errors))[0]
-        raise UnreadableInput(
-            f"{args.file} is not a readable {provider} stream: {first.message}"
-        )
+        raise UnreadableInput(f"{args.file} is not a readable {provider} stream: {first.message}")
     tools_given = tools is not None or bool(request and request.get("tools"))
     if args.json:
         data = turn_json(turn, tools_given=tools_given)

@@ -258,10 +258,10 @@ class HealingTransport(httpx.AsyncBaseTransport):
             completion = read
         error = wire.error_body(items)
         if error is not None:
-            return httpx.Response(
+            return _whole(
                 FAILED_STATUS,
-                headers={"content-type": "application/json", "x-should-retry": "false"},
-                content=_encode(error),
+                [(b"content-type", b"application/json"), (b"x-should-retry", b"false")],
+                _encode(error),
             )
         if not session.rewritten:
             return _rebuilt(response, content)
@@ -385,11 +385,30 @@ def _passed_extensions(response: httpx.Response) -> dict[str, Any]:
 
 def _rebuilt(response: httpx.Response, content: bytes) -> httpx.Response:
     """A response with ``response``'s status and headers and ``content`` (already decoded)."""
-    return httpx.Response(
+    return _whole(
         response.status_code,
-        headers=_passed_headers(response.headers),
-        content=content,
-        extensions=_passed_extensions(response),
+        _passed_headers(response.headers),
+        content,
+        _passed_extensions(response),
+    )
+
+
+def _whole(
+    status: int,
+    headers: list[tuple[bytes, bytes]],
+    content: bytes,
+    extensions: dict[str, Any] | None = None,
+) -> httpx.Response:
+    """A response whose body is ``content``, as a stream not yet read.
+
+    ``httpx.Response(content=...)`` counts as read: a caller that streams what a transport
+    returns (``aiter_raw``, as the ``toolwire serve`` proxy does) would get ``StreamConsumed``.
+    """
+    return httpx.Response(
+        status,
+        headers=[*headers, (b"content-length", str(len(content)).encode())],
+        stream=httpx.ByteStream(content),
+        extensions=extensions or {},
     )
 
 

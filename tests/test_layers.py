@@ -28,8 +28,10 @@ ALLOWED: dict[str, frozenset[str]] = {
     "api": frozenset({"loop", "stages", "adapters", "judge", "pipeline"}),
     # Self-healing (the proxy and the httpx transport) is built on the public entry points.
     "heal": frozenset({"api", "loop", "stages", "adapters", "judge", "pipeline"}),
+    # The proxy is a shell around the healing transport.
+    "serve": frozenset({"heal", "api", "loop", "stages", "adapters", "judge", "pipeline"}),
     "cli": frozenset(
-        {"heal", "api", "loop", "stages", "adapters", "judge", "pipeline", "recordings"}
+        {"serve", "heal", "api", "loop", "stages", "adapters", "judge", "pipeline", "recordings"}
     ),
 }
 #: The package's own ``__init__`` re-exports the public API from every layer but the CLI.

@@ -220,8 +220,10 @@ def _run_demo(args: argparse.Namespace) -> int:
                     "log": str(server.log_path),
                     "model_file": model_file.name,
                 }
-                sys.stderr.write(f"toolwire: llama-cpp-python is serving {model_file.name} at "
-                                 f"{server.base_url} (log: {server.log_path})\n")
+                sys.stderr.write(
+                    f"toolwire: llama-cpp-python is serving {model_file.name} at "
+                    f"{server.base_url} (log: {server.log_path})\n"
+                )
                 return _live(args, tasks, args.provider or "llama-cpp", server.base_url, facts)
         except ServerFailed as error:
             return _fail(str(error))

@@ -35,8 +35,7 @@ class LiveView:
             console=console,
         )
         self._bars: dict[str, TaskID] = {
-            name: self.progress.add_task(name, total=len(self.budgets), last="")
-            for name in tasks
+            name: self.progress.add_task(name, total=len(self.budgets), last="") for name in tasks
         }
         self._live = Live(self._render(), console=console, refresh_per_second=8, transient=True)
 
@@ -117,9 +116,7 @@ def print_report(
     summary = summarize(runs)
     console.print(budget_table(runs, budgets))
     console.print(_counts_table("repairs by kind", summary["repairs_by_kind"], "repair"))
-    console.print(
-        _counts_table("rejections by reason", summary["rejections_by_reason"], "reason")
-    )
+    console.print(_counts_table("rejections by reason", summary["rejections_by_reason"], "reason"))
     cut = summary["truncations"]
     console.print(
         _counts_table(

@@ -226,4 +226,3 @@ class Sandbox:
             else:  # wc
                 outputs.append(f"{len(text.splitlines())} {len(text.split())} {len(text)} {name}")
         return "\n".join(outputs)[:_MAX_BYTES]
-

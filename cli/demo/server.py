@@ -97,9 +97,7 @@ class LocalServer:
             os.close(handle)
             log_path = Path(name)
         self.log_path = log_path
-        self.command = server_command(
-            model_file, self.port, verbose=verbose, model_name=model_name
-        )
+        self.command = server_command(model_file, self.port, verbose=verbose, model_name=model_name)
         self._process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> LocalServer:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,6 +48,8 @@ class Reply:
     cut: Cut = "none"
     #: With ``cut``: how many pieces (SSE events, NDJSON lines) are sent before the cut.
     events: int = 0
+    #: Seconds between pieces (a slow model).
+    pause: float = 0.0
 
 
 def sse_events(body: bytes) -> list[bytes]:
@@ -134,8 +137,10 @@ class LoopbackHandler(BaseHTTPRequestHandler, Generic[ScriptT]):
         *,
         headers: Mapping[str, str] | None = None,
         drop: bool = False,
+        pause: float = 0.0,
     ) -> None:
-        """Stream ``pieces``, one HTTP chunk each; ``drop`` leaves out the terminating chunk."""
+        """Stream ``pieces``, one HTTP chunk each (``pause`` seconds apart); ``drop`` leaves
+        out the terminating chunk."""
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         for name, value in (headers or {}).items():
@@ -147,6 +152,8 @@ class LoopbackHandler(BaseHTTPRequestHandler, Generic[ScriptT]):
             self.close_connection = True
         self.end_headers()
         for piece in pieces:
+            if pause:
+                time.sleep(pause)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
             self.wfile.flush()
         if not drop:
@@ -169,7 +176,9 @@ class LoopbackHandler(BaseHTTPRequestHandler, Generic[ScriptT]):
         pieces = split(reply.body)
         if reply.cut != "none":
             pieces = pieces[: reply.events]
-        self.send_stream(pieces, content_type, headers=headers, drop=reply.cut == "drop")
+        self.send_stream(
+            pieces, content_type, headers=headers, drop=reply.cut == "drop", pause=reply.pause
+        )
 
     def send_sse_reply(self, reply: Reply) -> None:
         """``reply`` as OpenAI and Anthropic stream SSE: one chunk per event, not to be cached."""

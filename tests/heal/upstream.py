@@ -50,6 +50,8 @@ class HealUpstream(ScriptedChatServer):
     paths: list[str] = field(default_factory=list)
     #: Set when a stalled stream's client went away (a write to it failed).
     gone: threading.Event = field(default_factory=threading.Event)
+    #: Bytes of the last stalled stream's events the server managed to write.
+    stall_written: int = 0
 
 
 class _Handler(LoopbackHandler[HealUpstream]):
@@ -94,9 +96,11 @@ class _Handler(LoopbackHandler[HealUpstream]):
         self.close_connection = True
         deadline = time.monotonic() + reply.limit
         try:
+            self.script.stall_written = 0
             for piece in sse_events(reply.body)[: reply.events]:
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 self.wfile.flush()
+                self.script.stall_written += len(piece)
             while time.monotonic() < deadline:
                 time.sleep(0.02)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(b": ping\n\n"), b": ping\n\n"))

@@ -1,0 +1,123 @@
+"""``toolwire serve``: run the healing proxy (:mod:`toolwire.serve`) with uvicorn.
+
+The socket is bound here, before the server starts, so ``--port 0`` works and the line that
+says where the proxy listens names the real port. uvicorn handles SIGINT and SIGTERM: it stops
+accepting, lets in-flight responses finish (``graceful_shutdown_seconds``), closes the upstream
+connections, then ends the process by that same signal (a shell sees 130 or 143), as a
+supervisor expects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_serve_parser"]
+
+EXAMPLES = """\
+examples:
+  toolwire serve --upstream http://127.0.0.1:8080/v1 --provider llama-cpp
+  toolwire serve --upstream https://api.openai.com/v1 --port 8000 --max-retries 2
+  toolwire serve --config serve.toml --no-heal        # a bare pass-through proxy
+  then point any client at it: OPENAI_BASE_URL=http://127.0.0.1:8000/v1
+
+exit codes:
+  130/143  stopped by Ctrl-C / SIGTERM, after in-flight responses finished
+  1    the server could not start (the port is taken, uvicorn is not installed)
+  2    usage error (a bad option or --config value)
+"""
+
+
+def add_serve_parser(commands: Any) -> None:
+    """Register ``toolwire serve``."""
+    parser = commands.add_parser(
+        "serve",
+        help="run the healing proxy in front of an OpenAI-compatible server",
+        description="A proxy that speaks the upstream's own API (/v1/chat/completions, "
+        "/v1/messages, /v1/responses, /v1/models...) and heals every tool call on the way: "
+        "a client never receives a call toolwire rejected.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--upstream", help="the upstream's base URL, /v1 included")
+    parser.add_argument("--config", type=Path, help="a TOML file of settings (docs/serve.md)")
+    parser.add_argument("--host", help="the address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="the port (default 8000; 0: any free one)")
+    parser.add_argument("--provider", help="the Chat Completions server profile (llama-cpp...)")
+    parser.add_argument("--max-retries", type=int, help="retries per healed request (default 2)")
+    parser.add_argument(
+        "--max-tokens-ceiling", type=int, help="how far a retry after a cut may raise max_tokens"
+    )
+    parser.add_argument(
+        "--no-heal", action="store_true", help="pass everything through (a bare proxy)"
+    )
+    parser.add_argument("--otlp-endpoint", help="an OTLP/HTTP collector for spans and metrics")
+    parser.add_argument("--log-level", help="uvicorn's log level (default info)")
+    parser.set_defaults(handler=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Check the settings, bind the socket, serve until stopped."""
+    from ..serve.settings import load_settings
+
+    settings = load_settings(
+        args.config,
+        upstream=args.upstream,
+        host=args.host,
+        port=args.port,
+        provider=args.provider,
+        max_retries=args.max_retries,
+        max_tokens_ceiling=args.max_tokens_ceiling,
+        heal=False if args.no_heal else None,
+        otlp_endpoint=args.otlp_endpoint,
+        log_level=args.log_level,
+    )
+    try:
+        import uvicorn
+    except ImportError:
+        sys.stderr.write("toolwire: serve needs uvicorn: pip install 'toolwire[serve]'\n")
+        return 1
+    from ..serve.app import create_app
+    from ..serve.telemetry import otlp_endpoint, otlp_providers
+
+    endpoint = otlp_endpoint(settings.otlp_endpoint)
+    providers = otlp_providers(endpoint) if endpoint else None
+    try:
+        listening = socket.create_server((settings.host, settings.port), reuse_port=False)
+    except OSError as error:
+        sys.stderr.write(
+            f"toolwire: cannot listen on {settings.host}:{settings.port}: "
+            f"{error.strerror or error}\n"
+        )
+        return 1
+    app = create_app(
+        settings,
+        tracer_provider=providers[0] if providers else None,
+        meter_provider=providers[1] if providers else None,
+    )
+    host, port = listening.getsockname()[:2]
+    mode = "healing" if settings.heal else "passing through (no healing)"
+    sys.stderr.write(
+        f"toolwire serve: {mode} {settings.upstream} at http://{host}:{port}/v1"
+        + (f"; telemetry to {endpoint}" if endpoint else "")
+        + "\n"
+    )
+    sys.stderr.flush()
+    config = uvicorn.Config(
+        app,
+        log_level=settings.log_level,
+        timeout_graceful_shutdown=int(settings.graceful_shutdown_seconds),
+        lifespan="on",
+        access_log=False,
+        server_header=False,
+    )
+    try:
+        uvicorn.Server(config).run(sockets=[listening])
+    finally:
+        listening.close()
+        if providers:
+            providers[2]()
+    return 0

@@ -1,0 +1,99 @@
+"""What ``toolwire serve`` is configured with: one checked, immutable settings object.
+
+The command line, a TOML file (``--config``) and Python all end here, so every value is checked
+once, the same way, before the server starts: a typo in a key, a port out of range, an upstream
+that is no ``http(s)`` URL is a :class:`~toolwire.pipeline.errors.ConfigurationError` that names
+it, not a failure on the first request.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..adapters.openai_chat.profiles import CHAT_PROFILES
+from ..pipeline.errors import ConfigurationError
+
+__all__ = ["ServeSettings", "load_settings"]
+
+
+class ServeSettings(BaseModel):
+    """The settings of one proxy (see ``docs/serve.md`` for what each one is for).
+
+    ``upstream`` is the base URL the clients would otherwise use, ``/v1`` included
+    (``http://127.0.0.1:8080/v1``, ``https://api.openai.com/v1``,
+    ``https://api.anthropic.com/v1``): the proxy serves ``/v1/...`` and sends ``/v1/X`` to
+    ``upstream + /X``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    upstream: str
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    #: ``False``: a bare pass-through proxy (what the load test measures healing against).
+    heal: bool = True
+    #: The Chat Completions server profile (``llama-cpp`` for llama-cpp-python).
+    provider: str = "openai-chat"
+    max_retries: int = Field(default=2, ge=0, le=10)
+    max_tokens_ceiling: int | None = Field(default=None, ge=1)
+    truncated_calls: Literal["reject", "allow"] = "reject"
+    #: The largest request body accepted (HTTP 413 above it).
+    max_request_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    #: Connections to the upstream, across every client (each stream holds one).
+    max_connections: int = Field(default=1000, ge=1)
+    connect_timeout: float = Field(default=10.0, gt=0)
+    #: The longest silence of an upstream mid-response (a local model may think for minutes).
+    read_timeout: float = Field(default=600.0, gt=0)
+    #: How long a stopping server lets in-flight responses finish.
+    graceful_shutdown_seconds: float = Field(default=30.0, ge=0)
+    #: Where spans and metrics go (an OTLP/HTTP collector); ``None``: the
+    #: ``OTEL_EXPORTER_OTLP_ENDPOINT`` environment variable, or nowhere.
+    otlp_endpoint: str | None = None
+    capture_content: bool = False
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
+
+    @field_validator("upstream", "otlp_endpoint")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("http://", "https://")) or "://" == value[-3:]:
+            raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
+        return value.rstrip("/")
+
+    @field_validator("provider")
+    @classmethod
+    def _chat_profile(cls, value: str) -> str:
+        if value not in CHAT_PROFILES:
+            raise ValueError(
+                f"must be a Chat Completions provider name ({', '.join(sorted(CHAT_PROFILES))})"
+            )
+        return value
+
+
+def load_settings(config: Path | None = None, **overrides: Any) -> ServeSettings:
+    """The settings from a TOML file (top-level keys), with ``overrides`` (not ``None``) on top."""
+    values: dict[str, Any] = {}
+    if config is not None:
+        try:
+            values = tomllib.loads(config.read_text(encoding="utf-8"))
+        except OSError as error:
+            raise ConfigurationError(f"cannot read {config}: {error.strerror or error}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            raise ConfigurationError(f"{config} is not TOML: {error}") from None
+    values.update({key: value for key, value in overrides.items() if value is not None})
+    try:
+        return ServeSettings(**values)
+    except pydantic.ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in problem['loc']) or 'settings'}: "
+            f"{problem['msg'].removeprefix('Value error, ')}"
+            for problem in error.errors()
+        )
+        where = f" in {config}" if config is not None else ""
+        raise ConfigurationError(f"toolwire serve settings{where}: {problems}") from None
