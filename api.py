@@ -33,6 +33,7 @@ from .pipeline.runner import flatten, run_pipeline
 from .pipeline.stage import Stage, SyncStage
 from .pipeline.turn import Turn, TurnBuilder
 from .stages.judge import JudgeStage
+from .stages.judge_cache import JudgeStageCache
 from .stages.policy import RepairLoopGuard, StopPolicyStage, normalize_stop_on
 from .stages.telemetry.observer import (
     NullObserver,
@@ -121,6 +122,7 @@ class Pipeline:
         "_conditions",
         "_default_run",
         "_history",
+        "_judge_stages",
         "_options",
         "_policy_stage",
         "_provider",
@@ -136,6 +138,7 @@ class Pipeline:
     _default_run: _Run
     _telemetry: Telemetry
     _history: HistoryFormat
+    _judge_stages: JudgeStageCache
 
     def __init__(self, provider: str = "openai-chat", **options: Unpack[PipelineOptions]) -> None:
         unknown = sorted(set(options) - _OPTION_NAMES)
@@ -159,6 +162,11 @@ class Pipeline:
         set_slot = object.__setattr__
         set_slot(self, "_provider", provider)
         set_slot(self, "_options", MappingProxyType(dict(options)))
+        set_slot(
+            self,
+            "_judge_stages",
+            JudgeStageCache(options.get("policy"), options.get("truncated_calls", "reject")),
+        )
         set_slot(self, "_conditions", conditions)
         set_slot(self, "_user_stages", user_stages)
         set_slot(
@@ -265,7 +273,7 @@ class Pipeline:
         if self._options.get("judge", True):
             tools = self._options.get("tools")
             if tools is None and facts.tools is not None:
-                judge_stage = self._judge_stage(facts.tools)
+                judge_stage = self._judge_stages.stage_for(facts.tools)
             else:
                 judge_stage = next(
                     (stage for stage in default.stages if isinstance(stage, JudgeStage)), None

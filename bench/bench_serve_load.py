@@ -1,0 +1,287 @@
+"""Load test: N concurrent streamed requests through ``toolwire serve``, healing on and off.
+
+Run: ``.venv/bin/python bench/bench_serve_load.py [--streams 500] [--rounds 2] [--json]``
+
+Three processes on loopback, each the real thing: a fake Chat Completions upstream on uvicorn
+(``load_upstream.py``: 20 text chunks 50 ms apart, each stamped with the time it was sent, then
+one valid call in fragments), and two ``toolwire serve`` processes in front of it, one healing,
+one with ``--no-heal`` (the bare pass-through proxy: the same app on the same server, with
+nothing judged or re-encoded). The bench process is the client (httpx): each round opens all
+``--streams`` requests at once against one proxy, rounds alternate bare / healing, so both see
+the same machine in one run.
+
+Per stream it records the time to the first body byte (from the request being sent) and, per
+text chunk, its delivery latency (arrival minus the upstream's stamp: the same clock, on
+loopback). It reports p50 and p99 of both for each proxy, what healing adds, the proxy's peak
+RSS growth per open stream, and errors (a status that is not 200, a stream without its call or
+``[DONE]``, an exception): the target is zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import psutil
+
+HERE = Path(__file__).resolve().parent
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "write",
+            "parameters": {
+                "type": "object",
+                "required": ["path", "content"],
+                "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+            },
+        },
+    }
+]
+REQUEST = {
+    "model": "load",
+    "messages": [{"role": "user", "content": "write"}],
+    "tools": TOOLS,
+    "stream": True,
+    "stream_options": {"include_usage": True},
+}
+_STAMP = re.compile(rb'"content":"t(\d+) "')
+_LISTENING = re.compile(r"at (http://[^ ;]+/v1)")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _wait_http(url: str, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{url} never answered")
+
+
+def start_upstream() -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--app-dir",
+            str(HERE),
+            "load_upstream:app",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+            "--backlog",
+            "4096",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _wait_http(f"http://127.0.0.1:{port}/", time.monotonic() + 20)
+    return process, f"http://127.0.0.1:{port}/v1"
+
+
+def start_proxy(upstream: str, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "toolwire.cli",
+            "serve",
+            "--upstream",
+            upstream,
+            "--port",
+            "0",
+            "--log-level",
+            "warning",
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    line = process.stderr.readline().decode()
+    found = _LISTENING.search(line)
+    if not found:
+        raise RuntimeError(f"toolwire serve did not start: {line}")
+    threading.Thread(target=process.stderr.read, daemon=True).start()  # keep the pipe drained
+    base = found.group(1)
+    _wait_http(base.removesuffix("/v1") + "/healthz", time.monotonic() + 20)
+    return process, base
+
+
+@dataclass
+class Round:
+    mode: str
+    ttfb: list[float] = field(default_factory=list)
+    chunk: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    peak_rss_growth: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+
+
+async def one_stream(client: httpx.AsyncClient, url: str, result: Round) -> None:
+    try:
+        started = time.perf_counter()
+        async with client.stream("POST", url, json=REQUEST) as response:
+            if response.status_code != 200:
+                result.errors.append(f"HTTP {response.status_code}")
+                await response.aread()
+                return
+            first = True
+            body = bytearray()
+            async for piece in response.aiter_raw():
+                now_ns = time.time_ns()
+                if first:
+                    result.ttfb.append(time.perf_counter() - started)
+                    first = False
+                for stamp in _STAMP.findall(piece):
+                    result.chunk.append((now_ns - int(stamp)) / 1e9)
+                body += piece
+        if b"[DONE]" not in body or b'"call_load"' not in body:
+            result.errors.append("incomplete stream")
+    except Exception as error:  # every failure is counted, none stops the round
+        result.errors.append(f"{type(error).__name__}: {error}")
+
+
+async def run_round(mode: str, base: str, pid: int, streams: int) -> Round:
+    result = Round(mode)
+    process = psutil.Process(pid)
+    base_rss = process.memory_info().rss
+    cpu_before = sum(process.cpu_times()[:2])
+    peak = base_rss
+    done = anyio.Event()
+
+    async def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, process.memory_info().rss)
+            await anyio.sleep(0.02)
+
+    limits = httpx.Limits(max_connections=streams + 10, max_keepalive_connections=streams + 10)
+    timeout = httpx.Timeout(60.0)
+    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+        started = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            group.start_soon(sample)
+            async with anyio.create_task_group() as requests:
+                for _ in range(streams):
+                    requests.start_soon(one_stream, client, f"{base}/chat/completions", result)
+            done.set()
+        result.seconds = time.perf_counter() - started
+    result.peak_rss_growth = peak - base_rss
+    result.cpu_seconds = sum(process.cpu_times()[:2]) - cpu_before
+    return result
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def summary(rounds: list[Round], streams: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"streams": streams}
+    for mode in ("bare", "heal"):
+        mine = [r for r in rounds if r.mode == mode]
+        ttfb = [v for r in mine for v in r.ttfb]
+        chunk = [v for r in mine for v in r.chunk]
+        out[mode] = {
+            "rounds": len(mine),
+            "ttfb_ms": {"p50": percentile(ttfb, 0.5) * 1e3, "p99": percentile(ttfb, 0.99) * 1e3},
+            "chunk_ms": {
+                "p50": percentile(chunk, 0.5) * 1e3,
+                "p99": percentile(chunk, 0.99) * 1e3,
+            },
+            "chunks_measured": len(chunk),
+            "rss_per_stream_kb": statistics.mean(r.peak_rss_growth for r in mine) / streams / 1024,
+            "proxy_cpu_ms_per_stream": statistics.mean(r.cpu_seconds for r in mine) / streams * 1e3,
+            "errors": sum(len(r.errors) for r in mine),
+            "error_kinds": sorted({e for r in mine for e in r.errors})[:5],
+            "round_seconds": [round(r.seconds, 2) for r in mine],
+        }
+    for metric in ("ttfb_ms", "chunk_ms"):
+        for q in ("p50", "p99"):
+            heal, bare = out["heal"][metric][q], out["bare"][metric][q]
+            out.setdefault("added_ms", {})[f"{metric}.{q}"] = heal - bare
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--streams", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=2, help="rounds per proxy (alternating)")
+    parser.add_argument("--pause", type=float, default=0.05, help="seconds between chunks")
+    parser.add_argument("--chunks", type=int, default=20, help="text chunks per stream")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    os.environ["LOAD_PAUSE"] = str(args.pause)
+    os.environ["LOAD_CHUNKS"] = str(args.chunks)
+    upstream, upstream_url = start_upstream()
+    bare, bare_url = start_proxy(upstream_url, "--no-heal")
+    heal, heal_url = start_proxy(upstream_url)
+    rounds: list[Round] = []
+    try:
+        for _ in range(args.rounds):
+            for mode, url, process in (("bare", bare_url, bare), ("heal", heal_url, heal)):
+                rounds.append(anyio.run(run_round, mode, url, process.pid, args.streams))
+                time.sleep(0.5)
+    finally:
+        for process in (heal, bare, upstream):
+            process.send_signal(signal.SIGTERM)
+        for process in (heal, bare, upstream):
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    result = summary(rounds, args.streams)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0 if result["heal"]["errors"] == result["bare"]["errors"] == 0 else 1
+    print(
+        f"{args.streams} concurrent streams, {args.rounds} rounds per proxy, cpus={os.cpu_count()}"
+    )
+    print(
+        f"{'':6} {'ttfb p50':>9} {'ttfb p99':>9} {'chunk p50':>10} {'chunk p99':>10} "
+        f"{'KB/stream':>10} {'errors':>7}"
+    )
+    for mode in ("bare", "heal"):
+        m = result[mode]
+        print(
+            f"{mode:6} {m['ttfb_ms']['p50']:8.1f}ms {m['ttfb_ms']['p99']:8.1f}ms "
+            f"{m['chunk_ms']['p50']:9.2f}ms {m['chunk_ms']['p99']:9.2f}ms "
+            f"{m['rss_per_stream_kb']:10.1f} {m['errors']:7d}"
+        )
+    added = result["added_ms"]
+    print("healing adds: " + ", ".join(f"{k} {v:+.2f} ms" for k, v in added.items()))
+    return 0 if result["heal"]["errors"] == result["bare"]["errors"] == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
