@@ -1,0 +1,316 @@
+"""Judged events back into Anthropic Messages stream events: the Anthropic mapper, run backwards.
+
+:class:`AnthropicEventEncoder` writes one client response as Messages stream events (plain
+dicts, framed by :func:`~toolwire.heal.wire_format.named_sse_frame`);
+:data:`~toolwire.heal.anthropic_format.ANTHROPIC` binds it with the requests and whole bodies of
+``POST /v1/messages``. What a client can rely on, beyond the contract every healing encoder
+keeps (:mod:`toolwire.heal.encoder`):
+
+- ``message_start`` goes out as soon as the response is known. Its usage is ``0`` / ``0``: the
+  input count is not known then. ``message_delta`` carries the final usage, ``input_tokens``
+  included, as newer API versions send it (the SDK's accumulated ``Message.usage`` takes both).
+- Content blocks are numbered 0, 1, 2... in the order they go out. Text goes out at once as
+  ``text_delta`` pieces of an open ``text`` block; an accepted call goes out whole as a
+  ``tool_use`` block (``input: {}``, then ONE ``input_json_delta`` with the arguments: byte for
+  byte when ``ok``, compact JSON when repaired), which closes the block before it. No empty
+  text block ever opens (the API refuses them in history).
+- ``tool_use`` ids are ones the API accepts back: toolwire's ids with ``_`` for any character
+  outside ``[a-zA-Z0-9_-]`` (as the Anthropic history format writes them), and ``_h2``,
+  ``_h3``... for an id the response already used (Chat's ``~h2`` would be refused on replay).
+- The finish is ``max_tokens`` for a cut at the token limit (``model_context_window_exceeded``
+  is kept, it names the limit too), else the server's ``stop_reason``; ``tool_use`` with no
+  call sent becomes ``end_turn``. ``stop_sequence`` is always ``null``: toolwire's events do
+  not carry which sequence matched.
+- An error is an ``error`` event, last: the ``anthropic`` SDK raises ``APIStatusError`` on it.
+
+Thinking. Reasoning goes out at once as a ``thinking`` block; its ``signature``, which the API
+verifies when the client sends the turn back, goes out only through
+:meth:`AnthropicEventEncoder.thinking_signature`. toolwire's events bring the signature too late
+for that: only in ``ProviderContent`` at the end of the response, after the ``tool_use`` blocks
+the thinking block must precede. An unsigned thinking block makes the client's next request
+fail, and so does a tool turn without its thinking block; so a request that turns thinking on
+is not healed at all (:meth:`AnthropicWireFormat.plan_request`) until the mapper reports each
+signature as its block ends. A request that offers server tools (``web_search``,
+``code_execution``..., MCP servers) passes untouched for the same reason: their blocks, like
+``redacted_thinking`` and citations, reach toolwire only in ``ProviderContent``. (A whole body,
+healed, keeps all of these from the first body: :meth:`AnthropicWireFormat.healed_body`.)
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import msgspec
+
+from ..adapters.anthropic.history import wire_id
+from ..adapters.anthropic.wire import LENGTH_STOP_REASONS
+from ..pipeline.events import (
+    Event,
+    Finish,
+    ProviderError,
+    ReasoningDelta,
+    ResponseInfo,
+    StreamEnd,
+    TextDelta,
+    ToolCallReady,
+    ToolCallRejected,
+    ToolCallRepaired,
+    Usage,
+)
+from .encoder import WireItem, call_arguments
+
+__all__ = ["MESSAGE_STOP", "AnthropicEventEncoder"]
+
+#: The last event of a finished response.
+MESSAGE_STOP: dict[str, Any] = {"type": "message_stop"}
+_EMPTY_THINKING: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
+
+
+class AnthropicEventEncoder:
+    """Writes one Messages response, event by event, for one client. Sans-I/O, not reusable.
+
+    Use :meth:`feed` for a plain re-encoding of one judged stream, or the building blocks
+    (:meth:`text`, :meth:`call`, :meth:`finish`...) when the healing session decides.
+    """
+
+    #: The client's finish for a cut at the output-token limit.
+    LENGTH: ClassVar[str] = "max_tokens"
+    #: The client's finish for a turn that ends with calls to run.
+    CALLS: ClassVar[str] = "tool_use"
+
+    __slots__ = (
+        "_calls_sent",
+        "_failed",
+        "_finished",
+        "_ids",
+        "_message_id",
+        "_model",
+        "_next_index",
+        "_open",
+        "_started",
+        "_usage",
+    )
+
+    def __init__(self) -> None:
+        self._message_id: str | None = None
+        self._model: str | None = None
+        self._started = False
+        self._failed = False
+        self._finished = False
+        self._calls_sent = 0
+        self._ids: set[str] = set()
+        self._usage: Usage | None = None
+        self._next_index = 0
+        #: The kind of the open block (``text`` / ``thinking``), or ``None``.
+        self._open: str | None = None
+
+    @property
+    def calls_sent(self) -> int:
+        """How many calls went out."""
+        return self._calls_sent
+
+    # -- blocks ------------------------------------------------------------------------------
+
+    def _opening(self, out: list[WireItem]) -> None:
+        if self._started:
+            return
+        self._started = True
+        message: dict[str, Any] = {
+            "id": self._message_id or "msg_toolwire",
+            "type": "message",
+            "role": "assistant",
+            "model": self._model or "",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }
+        out.append({"type": "message_start", "message": message})
+
+    def _close(self, out: list[WireItem]) -> None:
+        if self._open is not None:
+            out.append({"type": "content_block_stop", "index": self._next_index - 1})
+            self._open = None
+
+    def _start(self, out: list[WireItem], block: dict[str, Any]) -> int:
+        self._close(out)
+        index = self._next_index
+        self._next_index += 1
+        out.append({"type": "content_block_start", "index": index, "content_block": block})
+        return index
+
+    def _piece(self, kind: str, delta: dict[str, Any]) -> list[WireItem]:
+        out: list[WireItem] = []
+        self._opening(out)
+        if self._open != kind:
+            empty = {"type": "text", "text": ""} if kind == "text" else _EMPTY_THINKING
+            self._start(out, dict(empty))
+            self._open = kind
+        out.append({"type": "content_block_delta", "index": self._next_index - 1, "delta": delta})
+        return out
+
+    def info(self, event: ResponseInfo) -> list[WireItem]:
+        """The response is known: take its id and model (only before anything went out)."""
+        if not self._started:
+            self._message_id = event.response_id
+            self._model = event.model
+        out: list[WireItem] = []
+        self._opening(out)
+        return out
+
+    def text(self, text: str) -> list[WireItem]:
+        """A piece of the visible answer, at once, in the open ``text`` block."""
+        if not text:
+            return []
+        return self._piece("text", {"type": "text_delta", "text": text})
+
+    def reasoning(self, text: str) -> list[WireItem]:
+        """A piece of reasoning, at once, in the open ``thinking`` block (see the module doc)."""
+        if not text:
+            return []
+        return self._piece("thinking", {"type": "thinking_delta", "thinking": text})
+
+    def thinking_signature(self, signature: str) -> list[WireItem]:
+        """The open thinking block's signature, before the block closes; else nothing.
+
+        Not called by the healing session yet: toolwire's events bring the signature only at
+        the end of the response (see the module docstring).
+        """
+        if self._open != "thinking" or not signature:
+            return []
+        delta = {"type": "signature_delta", "signature": signature}
+        return [{"type": "content_block_delta", "index": self._next_index - 1, "delta": delta}]
+
+    def call(self, event: ToolCallReady | ToolCallRepaired) -> list[WireItem]:
+        """One accepted call, whole: a ``tool_use`` block with its input in one delta."""
+        out: list[WireItem] = []
+        self._opening(out)
+        call_id = wire_id(event.call.call_id)
+        if call_id in self._ids:
+            # Another response of the same healed turn used this id: one id per call, and one
+            # the API accepts when the client sends the turn back.
+            n = 2
+            while f"{call_id}_h{n}" in self._ids:
+                n += 1
+            call_id = f"{call_id}_h{n}"
+        self._ids.add(call_id)
+        block = {"type": "tool_use", "id": call_id, "name": event.call.name, "input": {}}
+        index = self._start(out, block)
+        delta = {"type": "input_json_delta", "partial_json": call_arguments(event)}
+        out.append({"type": "content_block_delta", "index": index, "delta": delta})
+        out.append({"type": "content_block_stop", "index": index})
+        self._calls_sent += 1
+        return out
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def set_usage(self, usage: Usage | None) -> None:
+        """The usage ``message_delta`` reports (the healing session gives the exchange's sum)."""
+        self._usage = usage
+
+    def finish(self, reason: str) -> list[WireItem]:
+        """Close the open block; ``message_delta`` with ``reason`` and the usage."""
+        out: list[WireItem] = []
+        self._opening(out)
+        self._close(out)
+        self._finished = True
+        delta = {"stop_reason": reason, "stop_sequence": None}
+        out.append({"type": "message_delta", "delta": delta, "usage": _usage_object(self._usage)})
+        return out
+
+    def end(self) -> list[WireItem]:
+        """``message_stop``; nothing after an error."""
+        if self._failed:
+            return []
+        out: list[WireItem] = []
+        self._opening(out)
+        self._close(out)
+        out.append(dict(MESSAGE_STOP))
+        return out
+
+    def error(self, error: dict[str, Any]) -> list[WireItem]:
+        """An ``error`` event carrying ``error``; the last thing sent, as the API does."""
+        self._failed = True
+        return [{"type": "error", "error": error}]
+
+    def client_finish_reason(self, finish: Finish, *, calls_sent: bool) -> str:
+        """The ``stop_reason`` a client receives for ``finish`` (see the module docstring)."""
+        raw = finish.raw
+        if finish.cut_by == "token_limit":
+            return raw if raw in LENGTH_STOP_REASONS else self.LENGTH
+        if raw is None:
+            return self.CALLS if calls_sent else "end_turn"
+        if raw == self.CALLS and not calls_sent:
+            return "end_turn"
+        return raw
+
+    def upstream_error(self, error: ProviderError) -> dict[str, Any]:
+        """The server's ``error`` object when its payload is whole, else toolwire's words.
+
+        toolwire's words go out as ``api_error`` (a failure on the server's side, which the
+        SDK treats as such), or under the server's own error type when only that was read.
+        """
+        if error.kind == "error_payload" and error.raw:
+            try:
+                payload = msgspec.json.decode(error.raw)
+            except msgspec.DecodeError:
+                payload = None
+            inner = payload.get("error") if isinstance(payload, dict) else None
+            if isinstance(inner, dict) and isinstance(inner.get("type"), str):
+                return inner
+        kind = error.code if error.kind == "error_payload" and error.code else "api_error"
+        return {"type": kind, "message": error.message}
+
+    def heal_failed(self, message: str, code: str) -> dict[str, Any]:
+        """The ``error`` object of a healing that failed: Anthropic's shape, toolwire's type.
+
+        ``code`` (``tool_call_rejected``, ``retry_http_status``) is an extra field the SDK keeps
+        in ``APIStatusError.body``.
+        """
+        return {"type": "toolwire_heal_failed", "message": message, "code": code}
+
+    # -- a plain re-encoding -----------------------------------------------------------------
+
+    def feed(self, event: Event) -> list[WireItem]:
+        """What ``event`` of a judged stream puts on the wire, with no healing.
+
+        A rejected call and anything unknown put nothing. Anthropic's usage reports are
+        cumulative, so the last one counts. A fatal provider error becomes an ``error`` event;
+        a stream that dropped gets neither a finish nor ``message_stop``, as it had none.
+        """
+        match event:
+            case TextDelta():
+                return self.text(event.text)
+            case ReasoningDelta():
+                return self.reasoning(event.text)
+            case ToolCallReady() | ToolCallRepaired():
+                return self.call(event)
+            case ToolCallRejected():
+                return []
+            case ResponseInfo():
+                return self.info(event)
+            case Usage():
+                self._usage = event
+            case ProviderError() if event.fatal and event.kind != "transport":
+                return self.error(self.upstream_error(event))
+            case Finish() if event.reason not in ("error", "disconnected"):
+                reason = self.client_finish_reason(event, calls_sent=self._calls_sent > 0)
+                return self.finish(reason)
+            case StreamEnd() if self._finished:
+                return self.end()
+        return []
+
+
+def _usage_object(usage: Usage | None) -> dict[str, Any]:
+    """``message_delta.usage``: cumulative counts; ``output_tokens`` is required by the SDK."""
+    if usage is None:
+        return {"output_tokens": 0}
+    body: dict[str, Any] = {"output_tokens": usage.output_tokens or 0}
+    if usage.input_tokens is not None:
+        body["input_tokens"] = usage.input_tokens
+    if usage.reasoning_tokens is not None:
+        body["output_tokens_details"] = {"thinking_tokens": usage.reasoning_tokens}
+    return body
+
+
+# -- requests and whole bodies -----------------------------------------------------------------

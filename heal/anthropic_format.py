@@ -1,0 +1,246 @@
+"""Anthropic Messages as a healing wire format: ``POST /v1/messages`` requests and bodies.
+
+:data:`ANTHROPIC` binds the :class:`~toolwire.heal.anthropic_encoder.AnthropicEventEncoder`
+(whose docstring says what a client receives) with the requests and whole ``message`` bodies.
+A request that turns thinking on, or offers server tools or MCP servers, passes untouched:
+toolwire could not write their blocks back faithfully (see the encoder's module docstring).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+from ..pipeline.turn import Turn
+from . import request
+from .anthropic_encoder import MESSAGE_STOP, AnthropicEventEncoder
+from .encoder import WireItem
+from .request import HealPlan, NextMessages
+from .wire_format import named_sse_frame
+
+__all__ = ["ANTHROPIC", "AnthropicWireFormat"]
+
+_encode = msgspec.json.Encoder().encode
+#: The tool types the client runs: custom tools and Anthropic's client built-ins (``bash_...``,
+#: ``text_editor_...``, ``computer_...``, ``memory_...``). Any other type is a server tool.
+_CLIENT_TOOL_PREFIXES = ("bash_", "text_editor_", "computer_", "memory_")
+#: The blocks a healed stream writes itself; any other block of a body is opaque to it.
+_WRITTEN = ("text", "thinking", "tool_use")
+
+
+class AnthropicWireFormat:
+    """``POST /v1/messages`` requests and ``message`` bodies, for healing. Stateless."""
+
+    provider = "anthropic"
+    path = "/messages"
+
+    def plan_request(self, content: bytes) -> HealPlan | None:
+        """Heal a body with a ``messages`` list and client ``tools``; it goes upstream as is.
+
+        The Messages API always streams usage, so nothing is added. A request that turns
+        thinking on, or offers server tools or MCP servers, passes untouched: toolwire could
+        not write their blocks back faithfully (see the module docstring).
+        """
+        try:
+            body = msgspec.json.decode(content)
+        except msgspec.DecodeError:
+            return None
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return None
+        tools = body.get("tools")
+        if not isinstance(tools, list) or not tools or not all(map(_client_tool, tools)):
+            return None
+        thinking = body.get("thinking")
+        if thinking is not None and not (
+            isinstance(thinking, dict) and thinking.get("type") == "disabled"
+        ):
+            return None
+        if body.get("mcp_servers"):
+            return None
+        streaming = body.get("stream") is True
+        return HealPlan(body=body, content=None, streaming=streaming, client_wants_usage=True)
+
+    def encoder(self, plan: HealPlan) -> AnthropicEventEncoder:
+        """A new encoder (usage always goes out: the API always sends it)."""
+        return AnthropicEventEncoder()
+
+    def frame(self, items: Iterable[WireItem]) -> bytes:
+        """``event:`` + ``data:`` per event (:func:`~.wire_format.named_sse_frame`)."""
+        return named_sse_frame(items)
+
+    def follow_up_body(
+        self, body: Mapping[str, Any], turn: Turn, next_messages: NextMessages
+    ) -> dict[str, Any]:
+        """See :func:`toolwire.heal.request.follow_up_body` (Messages has ``messages`` too)."""
+        return request.follow_up_body(body, turn, next_messages)
+
+    def raised_limit(
+        self, body: Mapping[str, Any], ceiling: int
+    ) -> tuple[dict[str, Any], int | None]:
+        """``max_tokens`` doubled, up to ``ceiling`` (``None``: unset, or at the ceiling)."""
+        return request.raised_limit(body, ceiling, keys=("max_tokens",))
+
+    def read_body(self, content: bytes) -> dict[str, Any] | None:
+        """``content`` decoded, when it is a ``message`` whose content blocks can be read."""
+        try:
+            body = msgspec.json.decode(content)
+        except msgspec.DecodeError:
+            return None
+        if not isinstance(body, dict) or body.get("type") != "message":
+            return None
+        blocks = body.get("content")
+        if not isinstance(blocks, list) or not all(
+            isinstance(block, dict) and isinstance(block.get("type"), str) for block in blocks
+        ):
+            return None
+        return body
+
+    def body_as_stream(self, body: Mapping[str, Any]) -> bytes:
+        """The Messages stream a ``message`` body is equivalent to, as the API would send it."""
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        message: dict[str, Any] = {
+            "id": body.get("id"),
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        events: list[WireItem] = [{"type": "message_start", "message": message}]
+        for index, block in enumerate(body["content"]):
+            start, deltas = _streamed_block(block)
+            events.append({"type": "content_block_start", "index": index, "content_block": start})
+            events += [
+                {"type": "content_block_delta", "index": index, "delta": delta} for delta in deltas
+            ]
+            events.append({"type": "content_block_stop", "index": index})
+        delta = {"stop_reason": body.get("stop_reason"), "stop_sequence": body.get("stop_sequence")}
+        events.append({"type": "message_delta", "delta": delta, "usage": usage})
+        events.append(dict(MESSAGE_STOP))
+        return named_sse_frame(events)
+
+    def healed_body(self, first: Mapping[str, Any], items: Iterable[WireItem]) -> dict[str, Any]:
+        """The client's ``message``: ``first`` with the content, finish and usage sent.
+
+        A block the first body holds as sent keeps every field of it there (a thinking block's
+        signature, citations, ``caller``); the first body's opaque blocks (server tools,
+        ``redacted_thinking``) stay before the blocks they preceded. Every other top-level
+        field of ``first`` is kept; ``stop_sequence`` only when the finish is still its own.
+        """
+        blocks, stop_reason, usage = _folded(items)
+        body = dict(first)
+        body["content"] = _with_first_blocks(list(first.get("content") or ()), blocks)
+        body["stop_reason"] = stop_reason
+        if stop_reason != first.get("stop_reason"):
+            body["stop_sequence"] = None
+        if usage is not None:
+            kept = first.get("usage")
+            body["usage"] = {**(kept if isinstance(kept, dict) else {}), **usage}
+        return body
+
+    def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:
+        """The ``error`` event (``{"type": "error", "error": {...}}``) the items end in."""
+        for item in items:
+            if isinstance(item, dict) and item.get("type") == "error":
+                return item
+        return None
+
+
+def _client_tool(tool: Any) -> bool:
+    """A tool the client runs (anything that is not a tool definition is left to the API)."""
+    if not isinstance(tool, dict):
+        return False
+    kind = tool.get("type")
+    return kind in (None, "custom") or (
+        isinstance(kind, str) and kind.startswith(_CLIENT_TOOL_PREFIXES)
+    )
+
+
+def _streamed_block(block: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A body's content block as a ``content_block_start`` block and its deltas."""
+    kind = block["type"]
+    if kind == "text":
+        text = block.get("text") or ""
+        return {**block, "text": ""}, [{"type": "text_delta", "text": text}] if text else []
+    if kind == "thinking":
+        deltas = [{"type": "thinking_delta", "thinking": block.get("thinking") or ""}]
+        if block.get("signature"):
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        return {**block, "thinking": "", "signature": ""}, deltas
+    if kind == "tool_use":
+        partial = _encode(block.get("input", {})).decode()
+        return {**block, "input": {}}, [{"type": "input_json_delta", "partial_json": partial}]
+    return dict(block), []
+
+
+def _folded(
+    items: Iterable[WireItem],
+) -> tuple[list[dict[str, Any]], Any, dict[str, Any] | None]:
+    """The content blocks, ``stop_reason`` and usage that ``items`` stream."""
+    blocks: list[dict[str, Any]] = []
+    inputs: dict[int, str] = {}
+    stop_reason: Any = None
+    usage: dict[str, Any] | None = None
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "content_block_start":
+            blocks.append(dict(item["content_block"]))
+        elif kind == "content_block_delta":
+            index, delta = item["index"], item["delta"]
+            block = blocks[index]
+            if delta["type"] == "text_delta":
+                block["text"] += delta["text"]
+            elif delta["type"] == "thinking_delta":
+                block["thinking"] += delta["thinking"]
+            elif delta["type"] == "signature_delta":
+                block["signature"] = delta["signature"]
+            elif delta["type"] == "input_json_delta":
+                inputs[index] = inputs.get(index, "") + delta["partial_json"]
+        elif kind == "message_delta":
+            stop_reason = item["delta"]["stop_reason"]
+            usage = item["usage"]
+    for index, text in inputs.items():
+        blocks[index]["input"] = msgspec.json.decode(text) if text else {}
+    return blocks, stop_reason, usage
+
+
+def _reproduces(block: Mapping[str, Any], original: Mapping[str, Any]) -> bool:
+    kind = block["type"]
+    if kind != original.get("type"):
+        return False
+    if kind == "tool_use":
+        return bool(block["id"] == original.get("id") and block["name"] == original.get("name"))
+    return bool(block.get(kind) == original.get(kind))
+
+
+def _with_first_blocks(
+    first: list[dict[str, Any]], blocks: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``blocks``, each one the first body holds in the first body's form (in order)."""
+    out: list[dict[str, Any]] = []
+    rest = [block for block in first if isinstance(block, dict)]
+    new = False
+    for block in blocks:
+        at = next((i for i, original in enumerate(rest) if _reproduces(block, original)), None)
+        if at is None:
+            new = True
+            out.append(block)
+            continue
+        out += [original for original in rest[:at] if original.get("type") not in _WRITTEN]
+        out.append({**rest[at], **block} if block["type"] == "tool_use" else rest[at])
+        rest = rest[at + 1 :]
+    if not new:
+        # Nothing but the first response's own blocks: its opaque tail (a paused server tool)
+        # belongs to it as well.
+        out += [original for original in rest if original.get("type") not in _WRITTEN]
+    return out
+
+
+#: The Messages API, healed.
+ANTHROPIC = AnthropicWireFormat()
