@@ -34,6 +34,7 @@ from .session import Retry as Retry
 from .telemetry import HealTelemetry as HealTelemetry
 
 if TYPE_CHECKING:
+    from .httpx2_bridge import Httpx2Bridge as Httpx2Bridge
     from .transport import HealingTransport as HealingTransport
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "HealSession",
     "HealTelemetry",
     "HealingTransport",
+    "Httpx2Bridge",
     "Retry",
     "encode_events",
     "follow_up_body",
@@ -59,4 +61,8 @@ def __getattr__(name: str) -> object:
         from .transport import HealingTransport
 
         return HealingTransport
+    if name == "Httpx2Bridge":
+        from .httpx2_bridge import Httpx2Bridge
+
+        return Httpx2Bridge
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -37,6 +37,7 @@ __all__ = [
     "LIMIT_KEYS",
     "HealPlan",
     "NextMessages",
+    "accepted_result",
     "follow_up_body",
     "plan_request",
     "raised_limit",

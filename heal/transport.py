@@ -45,10 +45,12 @@ from ..api import Pipeline, TruncatedCalls
 from ..judge import Policy
 from ..pipeline.errors import ConfigurationError
 from ..stages.telemetry.observer import Redactor
+from .anthropic_format import ANTHROPIC
 from .chat_format import ChatWireFormat
 from .completion import FAILED_STATUS
 from .encoder import WireItem
 from .request import HealPlan
+from .responses_format import RESPONSES
 from .session import HealSession
 from .telemetry import HealTelemetry
 from .wire_format import WireFormat
@@ -340,7 +342,7 @@ class _HealedStream(httpx.AsyncByteStream):
 
 def healed_formats(chat_provider: str, *, reasoning_field: str) -> list[WireFormat]:
     """The wire formats a transport heals: Chat Completions as ``chat_provider``, and the rest."""
-    return [ChatWireFormat(chat_provider, reasoning_field=reasoning_field)]
+    return [ChatWireFormat(chat_provider, reasoning_field=reasoning_field), ANTHROPIC, RESPONSES]
 
 
 def _with_content(request: httpx.Request, content: bytes) -> httpx.Request:

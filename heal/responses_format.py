@@ -1,0 +1,255 @@
+"""OpenAI Responses as a healing wire format: ``POST /v1/responses`` requests and bodies.
+
+:data:`RESPONSES` binds the :class:`~toolwire.heal.responses_encoder.ResponsesEventEncoder`
+(whose docstring says what a client receives, and why item ids and reasoning go out as they
+do) with the requests and whole ``response`` bodies.
+
+Not healed (the request passes untouched): a request that continues a stored response
+(``previous_response_id``), a ``conversation`` or a ``background`` response: their state lives
+on the server, where the first response (the rejected call with it) would stay the context of
+the client's next request, which the API would refuse (no output for the rejected call); and
+a request that offers any tool but ``function`` tools, whose items (``web_search_call``,
+``custom_tool_call``, ``computer_call``, MCP...) and annotations reach toolwire only in
+``ProviderContent``. With ``store`` (the API's default) the server keeps every response of the
+exchange, the first one's rejected call too: a client that fetches it by id sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from ..loop import rejected_result
+from ..pipeline.turn import Turn
+from . import request
+from .encoder import WireItem
+from .request import HealPlan, NextMessages, accepted_result
+from .responses_encoder import TERMINALS, WRITTEN, ReasoningPart, ResponsesEventEncoder
+from .wire_format import named_sse_frame
+
+if TYPE_CHECKING:
+    from .wire_format import WireFormat
+
+__all__ = ["RESPONSES", "ResponsesWireFormat"]
+
+_decode = msgspec.json.decode
+
+
+class ResponsesWireFormat:
+    """``POST /v1/responses`` requests and ``response`` bodies, for healing. Stateless.
+
+    ``reasoning`` is the part reasoning goes out as (``None``: not sent; see the module
+    docstring).
+    """
+
+    provider = "openai-responses"
+    path = "/responses"
+
+    def __init__(self, *, reasoning: ReasoningPart | None = None) -> None:
+        self.reasoning = reasoning
+
+    def plan_request(self, content: bytes) -> HealPlan | None:
+        """Heal a body whose ``input`` is a list or a string and whose tools are all functions.
+
+        It goes upstream as is: Responses streams always carry usage. A request whose state
+        lives on the server, or that offers other tools, passes untouched (see the module
+        docstring).
+        """
+        try:
+            body = _decode(content)
+        except msgspec.DecodeError:
+            return None
+        if not isinstance(body, dict) or not isinstance(body.get("input"), str | list):
+            return None
+        tools = body.get("tools")
+        if not isinstance(tools, list) or not tools or not all(map(_function_tool, tools)):
+            return None
+        if body.get("previous_response_id") is not None or body.get("conversation") is not None:
+            return None
+        if body.get("background") is True:
+            return None
+        streaming = body.get("stream") is True
+        return HealPlan(body=body, content=None, streaming=streaming, client_wants_usage=True)
+
+    def encoder(self, plan: HealPlan) -> ResponsesEventEncoder:
+        """A new encoder that echoes ``plan.body``'s parameters."""
+        return ResponsesEventEncoder(plan.body, reasoning=self.reasoning)
+
+    def frame(self, items: Iterable[WireItem]) -> bytes:
+        """``event:`` + ``data:`` per event (:func:`~.wire_format.named_sse_frame`)."""
+        return named_sse_frame(items)
+
+    def follow_up_body(
+        self, body: Mapping[str, Any], turn: Turn, next_messages: NextMessages
+    ) -> dict[str, Any]:
+        """``body`` asked again: its ``input``, then ``turn`` and one result per call.
+
+        The same rule as :func:`toolwire.heal.request.follow_up_body`, under ``input`` (a
+        string input becomes one user message). With ``store: false`` nothing of the first
+        response was kept, so its items go back without their ids, and a reasoning item only
+        with its ``encrypted_content`` (the API looks ids up, and refuses unknown ones).
+        """
+        results = [
+            accepted_result(call) if call.may_run else rejected_result(call) for call in turn.calls
+        ]
+        items = next_messages(turn, results)
+        if body.get("store") is False:
+            items = [_unstored(item) for item in items if _replayable_unstored(item)]
+        given = body["input"]
+        previous = [{"role": "user", "content": given}] if isinstance(given, str) else given
+        return {**body, "input": [*previous, *items]}
+
+    def raised_limit(
+        self, body: Mapping[str, Any], ceiling: int
+    ) -> tuple[dict[str, Any], int | None]:
+        """``max_output_tokens`` doubled, up to ``ceiling`` (``None``: unset, or at the ceiling)."""
+        return request.raised_limit(body, ceiling, keys=("max_output_tokens",))
+
+    def read_body(self, content: bytes) -> dict[str, Any] | None:
+        """``content`` decoded, when it is a finished ``response`` whose items can be read.
+
+        Only ``completed`` and ``incomplete`` responses: a failed (or still queued) one has
+        nothing to heal and goes to the client as the server wrote it.
+        """
+        try:
+            body = _decode(content)
+        except msgspec.DecodeError:
+            return None
+        if not isinstance(body, dict) or body.get("object", "response") != "response":
+            return None
+        if body.get("status") not in ("completed", "incomplete"):
+            return None
+        output = body.get("output")
+        if not isinstance(output, list) or not all(
+            isinstance(item, dict) and isinstance(item.get("type"), str) for item in output
+        ):
+            return None
+        return body
+
+    def body_as_stream(self, body: Mapping[str, Any]) -> bytes:
+        """The Responses stream a ``response`` body is equivalent to: each item finished whole.
+
+        ``response.created``, one ``response.output_item.done`` per item (the Responses mapper
+        reads a part it never saw streamed from its whole text), then the terminal event with
+        the body itself.
+        """
+        lifecycle = {key: body.get(key) for key in ("id", "object", "created_at", "model")}
+        lifecycle.update(status="in_progress", output=[], usage=None)
+        events: list[dict[str, Any]] = [{"type": "response.created", "response": lifecycle}]
+        events += [
+            {"type": "response.output_item.done", "output_index": index, "item": item}
+            for index, item in enumerate(body["output"])
+        ]
+        completed = body.get("status") == "completed"
+        terminal = "response.completed" if completed else "response.incomplete"
+        events.append({"type": terminal, "response": dict(body)})
+        numbered: list[WireItem] = [
+            {"type": event["type"], "sequence_number": number, **event}
+            for number, event in enumerate(events)
+        ]
+        return named_sse_frame(numbered)
+
+    def healed_body(self, first: Mapping[str, Any], items: Iterable[WireItem]) -> dict[str, Any]:
+        """The client's ``response``: ``first`` with the output, status and usage sent.
+
+        An item the first body holds as sent keeps its form there (a message's id, ``phase``
+        and annotations; a call's item id), and the first body's opaque items (reasoning, with
+        its ``encrypted_content``) stay before the items they preceded. Every other field of
+        ``first`` is kept (``output_text``, where a server adds it, is written again).
+        """
+        terminal: Mapping[str, Any] = {}
+        for item in items:
+            if isinstance(item, dict) and item.get("type") in TERMINALS:
+                terminal = item["response"]
+        body = dict(first)
+        if not terminal:
+            return body
+        body["output"] = _with_first_items(list(first.get("output") or ()), terminal["output"])
+        body["status"] = terminal["status"]
+        body["incomplete_details"] = terminal["incomplete_details"]
+        usage = terminal.get("usage")
+        if usage is not None:
+            kept = first.get("usage")
+            body["usage"] = {**(kept if isinstance(kept, dict) else {}), **usage}
+        if "output_text" in body:
+            body["output_text"] = "".join(
+                _item_text(item) for item in body["output"] if item.get("type") == "message"
+            )
+        return body
+
+    def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:
+        """``{"error": {...}}``, the body of an API error, when the items end in one."""
+        for item in items:
+            if isinstance(item, dict) and item.get("type") == "error":
+                return {"error": item["error"]}
+        return None
+
+
+def _function_tool(tool: object) -> bool:
+    return isinstance(tool, dict) and tool.get("type") == "function"
+
+
+def _replayable_unstored(item: Mapping[str, Any]) -> bool:
+    return item.get("type") != "reasoning" or bool(item.get("encrypted_content"))
+
+
+def _unstored(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An item replayed to a server that stored nothing: its content, without its id."""
+    if item.get("type") in ("reasoning", "message", "function_call"):
+        return {key: value for key, value in item.items() if key != "id"}
+    return dict(item)
+
+
+def _item_text(item: Mapping[str, Any]) -> str:
+    """The text of a message (its output text and refusals) or reasoning item (all parts)."""
+    texts: list[str] = []
+    for field in ("content", "summary"):
+        for part in item.get(field) or ():
+            if isinstance(part, Mapping):
+                value = part.get("refusal") if part.get("type") == "refusal" else part.get("text")
+                if isinstance(value, str):
+                    texts.append(value)
+    return "".join(texts)
+
+
+def _reproduces(item: Mapping[str, Any], original: Mapping[str, Any]) -> bool:
+    kind = item.get("type")
+    if kind != original.get("type"):
+        return False
+    if kind == "function_call":
+        return bool(
+            item.get("call_id") == original.get("call_id")
+            and item.get("name") == original.get("name")
+        )
+    return kind in ("message", "reasoning") and _item_text(item) == _item_text(original)
+
+
+def _with_first_items(
+    first: Sequence[Any], items: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``items``, each one the first body holds in the first body's form (in order)."""
+    out: list[dict[str, Any]] = []
+    rest = [item for item in first if isinstance(item, dict)]
+    new = False
+    for item in items:
+        at = next((i for i, original in enumerate(rest) if _reproduces(item, original)), None)
+        if at is None:
+            new = True
+            out.append(item)
+            continue
+        out += [original for original in rest[:at] if original.get("type") not in WRITTEN]
+        # A call keeps its item id; its arguments are the ones sent (a repair changes them).
+        out.append({**rest[at], **item} if item["type"] == "function_call" else rest[at])
+        rest = rest[at + 1 :]
+    if not new:
+        out += [original for original in rest if original.get("type") not in WRITTEN]
+    return out
+
+
+#: The Responses API, healed (reasoning not sent).
+RESPONSES: Final = ResponsesWireFormat()
+
+if TYPE_CHECKING:
+    _wire: WireFormat = RESPONSES
