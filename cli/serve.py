@@ -93,10 +93,13 @@ def run_serve(args: argparse.Namespace) -> int:
             f"{error.strerror or error}\n"
         )
         return 1
+    # The providers are flushed at the app's shutdown, before uvicorn ends the process by the
+    # signal that stopped it (nothing after ``run`` would run then).
     app = create_app(
         settings,
         tracer_provider=providers[0] if providers else None,
         meter_provider=providers[1] if providers else None,
+        on_shutdown=providers[2] if providers else None,
     )
     host, port = listening.getsockname()[:2]
     mode = "healing" if settings.heal else "passing through (no healing)"
@@ -118,6 +121,4 @@ def run_serve(args: argparse.Namespace) -> int:
         uvicorn.Server(config).run(sockets=[listening])
     finally:
         listening.close()
-        if providers:
-            providers[2]()
     return 0

@@ -81,7 +81,9 @@ class ProxyApp:
 
     ``upstream_transport`` sends the requests (``httpx.AsyncHTTPTransport`` sized by the
     settings by default; the healing wraps it unless ``settings.heal`` is off).
-    ``tracer_provider`` / ``meter_provider`` receive the healing's spans and metrics.
+    ``tracer_provider`` / ``meter_provider`` receive the healing's spans and metrics;
+    ``on_shutdown`` runs (in a worker thread) when the server stops, after the last response
+    and before the process exits: where telemetry is flushed.
     """
 
     def __init__(
@@ -91,8 +93,10 @@ class ProxyApp:
         upstream_transport: httpx.AsyncBaseTransport | None = None,
         tracer_provider: TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
+        on_shutdown: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
+        self._on_shutdown = on_shutdown
         limits = httpx.Limits(
             max_connections=settings.max_connections,
             max_keepalive_connections=min(settings.max_connections, 100),
@@ -141,6 +145,8 @@ class ProxyApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.aclose()
+                if self._on_shutdown is not None:
+                    await anyio.to_thread.run_sync(self._on_shutdown)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -289,6 +295,7 @@ def create_app(
     upstream_transport: httpx.AsyncBaseTransport | None = None,
     tracer_provider: TracerProvider | None = None,
     meter_provider: MeterProvider | None = None,
+    on_shutdown: Callable[[], None] | None = None,
 ) -> ProxyApp:
     """The proxy for ``settings`` (see :class:`ProxyApp`)."""
     return ProxyApp(
@@ -296,4 +303,5 @@ def create_app(
         upstream_transport=upstream_transport,
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
+        on_shutdown=on_shutdown,
     )

@@ -50,6 +50,7 @@ examples:
   toolwire demo --replay --plot outcomes.png     # needs matplotlib
   toolwire demo --base-url http://127.0.0.1:8080/v1 --model qwen2.5-0.5b --provider llama-server
   toolwire demo --record runs.jsonl && toolwire demo --replay runs.jsonl
+  toolwire demo --healing --json healing.json    # a plain agent via toolwire serve, off vs on
 
 exit codes:
   0    the demo ran (a rejected call is a result, not a failure)
@@ -143,6 +144,13 @@ def add_demo_parser(commands: Any) -> None:
         help="start the local server with --verbose true: its log shows every prompt it renders",
     )
     demo.add_argument(
+        "--healing",
+        action="store_true",
+        help="run the suite with a plain agent (no toolwire in it) through toolwire serve, "
+        "healing off then on, and compare: broken calls received, tasks completed, added "
+        "requests and tokens (needs uvicorn: the [serve] or [local] extra)",
+    )
+    demo.add_argument(
         "--start-timeout", type=float, default=180.0, metavar="SECONDS",
         help="how long to wait for the local server to answer (default: 180)",
     )  # fmt: skip
@@ -185,6 +193,8 @@ def _fail(message: str) -> int:
 def _run_demo(args: argparse.Namespace) -> int:
     if args.replay is not None and (args.base_url or args.record):
         return _usage_error("--replay reads recorded runs: it takes no --base-url or --record")
+    if args.healing and (args.replay is not None or args.record or args.plot):
+        return _usage_error("--healing runs a live server: it takes no --replay, --record, --plot")
     if args.plot is not None:
         try:
             check_matplotlib()
@@ -243,6 +253,8 @@ def _live(
 
     budgets = args.budgets or list(DEFAULT_BUDGETS)
     model = args.model or MODEL_NAME
+    if args.healing:
+        return _healing(args, tasks, budgets, provider, model, base_url)
     exchanges: list[Exchange] = []
 
     async def run_live() -> list[RunOutcome]:
@@ -263,6 +275,51 @@ def _live(
             return _fail(f"cannot write {args.record}: {error.strerror or error}")
     mode = "local" if server is not None else "base-url"
     return _finish(args, runs, tasks, budgets, provider, model, mode, server)
+
+
+def _healing(
+    args: argparse.Namespace,
+    tasks: list[Task],
+    budgets: list[int],
+    provider: str,
+    model: str,
+    base_url: str,
+) -> int:
+    try:
+        import uvicorn  # noqa: F401
+    except ImportError:
+        return _fail("--healing runs toolwire serve, which needs uvicorn: the [serve] extra")
+    import httpx
+
+    from .healing_report import comparison_report, print_comparison
+    from .through_proxy import PlainRun, compare_healing
+
+    console = _console()
+
+    def progress(heal: bool, run: PlainRun) -> None:
+        done = "completed" if run.completed else f"{run.steps_done}/{run.steps} steps"
+        console.print(
+            f"healing {'on ' if heal else 'off'} {run.name:<18} {done:<10} "
+            f"{run.turns} turns, {run.broken_turns} with a broken call"
+        )
+
+    try:
+        comparison = anyio.run(
+            lambda: compare_healing(
+                tasks, budgets, upstream=base_url, provider=provider, model=model,
+                on_run=progress,
+            )
+        )  # fmt: skip
+    except httpx.HTTPError as error:
+        return _fail(f"cannot talk to {base_url}: {type(error).__name__}: {error}")
+    print_comparison(console, comparison)
+    if args.json is not None:
+        report = comparison_report(comparison)
+        try:
+            args.json.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=1))
+        except OSError as error:
+            return _fail(f"cannot write {args.json}: {error.strerror or error}")
+    return 0
 
 
 def _replay(args: argparse.Namespace, tasks: list[Task]) -> int:
