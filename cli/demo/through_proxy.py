@@ -2,8 +2,9 @@
 
 The agent here does not use toolwire at all: it is the loop an agent framework runs. It sends
 each step's request to the proxy (``/v1/chat/completions``, streamed), accumulates the calls by
-index, and for each call parses the arguments and checks them against the tool's schema, as a
-framework validating tool arguments does. A call that passes runs in the sandbox; one that does
+index (tolerant of llama-cpp-python, which repeats each call's id and name in every piece), and
+for each call parses the arguments and checks them against the tool's schema, as a framework
+validating tool arguments does. A call that passes runs in the sandbox; one that does
 not is a *broken call received*, answered with the error as its result (the framework's retry
 prompt), and the step is asked again on the next turn. A step is done when a call of its tool
 ran; a task is completed when every step is. Each step gets :data:`TURNS_PER_STEP` turns.
@@ -251,9 +252,12 @@ async def _one_turn(client: httpx.AsyncClient, request: dict[str, Any]) -> _Rece
                         entry = calls.setdefault(
                             fragment.get("index", 0), {"id": None, "name": "", "arguments": ""}
                         )
+                        # The id and name are taken, not appended: llama-cpp-python repeats
+                        # both in every piece of a call (an accumulator that appends them, as
+                        # the openai SDK's stream helper does, gets `writewrite...`).
                         entry["id"] = fragment.get("id") or entry["id"]
                         function = fragment.get("function") or {}
-                        entry["name"] += function.get("name") or ""
+                        entry["name"] = function.get("name") or entry["name"]
                         entry["arguments"] += function.get("arguments") or ""
                     if choice.get("finish_reason"):
                         received.finish_reason = choice["finish_reason"]
