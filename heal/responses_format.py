@@ -88,8 +88,10 @@ class ResponsesWireFormat:
 
         The same rule as :func:`toolwire.heal.request.follow_up_body`, under ``input`` (a
         string input becomes one user message). With ``store: false`` nothing of the first
-        response was kept, so its items go back without their ids, and a reasoning item only
-        with its ``encrypted_content`` (the API looks ids up, and refuses unknown ones).
+        response was kept, so its messages and calls go back without their ids (the API looks
+        ids up, and refuses unknown ones), and a reasoning item only with its
+        ``encrypted_content``, and with its id, which the input schema requires and by which
+        the encrypted content is verified.
         """
         results = [
             accepted_result(call) if call.may_run else rejected_result(call) for call in turn.calls
@@ -196,8 +198,12 @@ def _replayable_unstored(item: Mapping[str, Any]) -> bool:
 
 
 def _unstored(item: Mapping[str, Any]) -> dict[str, Any]:
-    """An item replayed to a server that stored nothing: its content, without its id."""
-    if item.get("type") in ("reasoning", "message", "function_call"):
+    """An item replayed to a server that stored nothing: a message or call without its id.
+
+    A reasoning item keeps its id: it travels with its ``encrypted_content``, which the API
+    verifies by it (its input schema requires the id).
+    """
+    if item.get("type") in ("message", "function_call"):
         return {key: value for key, value in item.items() if key != "id"}
     return dict(item)
 
