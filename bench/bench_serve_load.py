@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python bench/bench_serve_load.py [--streams 500] [--rounds 2] [--json]``
 
 Three processes on loopback, each the real thing: a fake Chat Completions upstream on uvicorn
-(``load_upstream.py``: 20 text chunks 50 ms apart, each stamped with the time it was sent, then
+(``load_upstream.py``: 40 text chunks 50 ms apart, each stamped with the time it was sent, then
 one valid call in fragments), and two ``toolwire serve`` processes in front of it, one healing,
 one with ``--no-heal`` (the bare pass-through proxy: the same app on the same server, with
 nothing judged or re-encoded). The bench process is the client (httpx): each round opens all
@@ -12,9 +12,11 @@ the same machine in one run.
 
 Per stream it records the time to the first body byte (from the request being sent) and, per
 text chunk, its delivery latency (arrival minus the upstream's stamp: the same clock, on
-loopback). It reports p50 and p99 of both for each proxy, what healing adds, the proxy's peak
-RSS growth per open stream, and errors (a status that is not 200, a stream without its call or
-``[DONE]``, an exception): the target is zero.
+loopback). Chunk latencies count only chunks the upstream sent once every stream of the round
+was open (the steady state of 500 concurrent streams, not the burst of opening them). It
+reports p50 and p99 of both for each proxy, what healing adds, the proxy's peak RSS growth per
+open stream, its CPU time per stream, and errors (a status that is not 200, a stream without
+its call or ``[DONE]``, an exception): the target is zero.
 """
 
 from __future__ import annotations
@@ -138,11 +140,22 @@ def start_proxy(upstream: str, *extra: str) -> tuple[subprocess.Popen[bytes], st
 class Round:
     mode: str
     ttfb: list[float] = field(default_factory=list)
-    chunk: list[float] = field(default_factory=list)
+    #: (the upstream's stamp, the delivery latency) of every text chunk.
+    stamped: list[tuple[int, float]] = field(default_factory=list)
+    #: When each stream's first byte arrived (time.time_ns).
+    first_byte_ns: list[int] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     peak_rss_growth: int = 0
     seconds: float = 0.0
     cpu_seconds: float = 0.0
+
+    @property
+    def chunk(self) -> list[float]:
+        """The latencies of the chunks sent once every stream was open (the steady state)."""
+        if not self.first_byte_ns:
+            return []
+        all_open = max(self.first_byte_ns)
+        return [latency for stamp, latency in self.stamped if stamp > all_open]
 
 
 async def one_stream(client: httpx.AsyncClient, url: str, result: Round) -> None:
@@ -159,9 +172,10 @@ async def one_stream(client: httpx.AsyncClient, url: str, result: Round) -> None
                 now_ns = time.time_ns()
                 if first:
                     result.ttfb.append(time.perf_counter() - started)
+                    result.first_byte_ns.append(now_ns)
                     first = False
                 for stamp in _STAMP.findall(piece):
-                    result.chunk.append((now_ns - int(stamp)) / 1e9)
+                    result.stamped.append((int(stamp), (now_ns - int(stamp)) / 1e9))
                 body += piece
         if b"[DONE]" not in body or b'"call_load"' not in body:
             result.errors.append("incomplete stream")
@@ -212,6 +226,7 @@ def summary(rounds: list[Round], streams: int) -> dict[str, Any]:
         mine = [r for r in rounds if r.mode == mode]
         ttfb = [v for r in mine for v in r.ttfb]
         chunk = [v for r in mine for v in r.chunk]
+        stamped = sum(len(r.stamped) for r in mine)
         out[mode] = {
             "rounds": len(mine),
             "ttfb_ms": {"p50": percentile(ttfb, 0.5) * 1e3, "p99": percentile(ttfb, 0.99) * 1e3},
@@ -219,6 +234,7 @@ def summary(rounds: list[Round], streams: int) -> dict[str, Any]:
                 "p50": percentile(chunk, 0.5) * 1e3,
                 "p99": percentile(chunk, 0.99) * 1e3,
             },
+            "chunks_received": stamped,
             "chunks_measured": len(chunk),
             "rss_per_stream_kb": statistics.mean(r.peak_rss_growth for r in mine) / streams / 1024,
             "proxy_cpu_ms_per_stream": statistics.mean(r.cpu_seconds for r in mine) / streams * 1e3,
@@ -238,7 +254,7 @@ def main() -> int:
     parser.add_argument("--streams", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=2, help="rounds per proxy (alternating)")
     parser.add_argument("--pause", type=float, default=0.05, help="seconds between chunks")
-    parser.add_argument("--chunks", type=int, default=20, help="text chunks per stream")
+    parser.add_argument("--chunks", type=int, default=40, help="text chunks per stream")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     os.environ["LOAD_PAUSE"] = str(args.pause)
@@ -265,18 +281,20 @@ def main() -> int:
         print(json.dumps(result, indent=2))
         return 0 if result["heal"]["errors"] == result["bare"]["errors"] == 0 else 1
     print(
-        f"{args.streams} concurrent streams, {args.rounds} rounds per proxy, cpus={os.cpu_count()}"
+        f"{args.streams} concurrent streams of {args.chunks} chunks {args.pause * 1e3:.0f} ms "
+        f"apart, {args.rounds} rounds per proxy, cpus={os.cpu_count()}"
     )
     print(
         f"{'':6} {'ttfb p50':>9} {'ttfb p99':>9} {'chunk p50':>10} {'chunk p99':>10} "
-        f"{'KB/stream':>10} {'errors':>7}"
+        f"{'KB/stream':>10} {'CPU/stream':>11} {'errors':>7}"
     )
     for mode in ("bare", "heal"):
         m = result[mode]
         print(
             f"{mode:6} {m['ttfb_ms']['p50']:8.1f}ms {m['ttfb_ms']['p99']:8.1f}ms "
             f"{m['chunk_ms']['p50']:9.2f}ms {m['chunk_ms']['p99']:9.2f}ms "
-            f"{m['rss_per_stream_kb']:10.1f} {m['errors']:7d}"
+            f"{m['rss_per_stream_kb']:10.1f} {m['proxy_cpu_ms_per_stream']:9.2f}ms "
+            f"{m['errors']:7d}"
         )
     added = result["added_ms"]
     print("healing adds: " + ", ".join(f"{k} {v:+.2f} ms" for k, v in added.items()))
