@@ -1,19 +1,26 @@
-"""Self-healing for OpenAI Chat Completions: a client never receives a call toolwire rejected.
+"""Self-healing: a client never receives a tool call toolwire rejected.
 
-Put between a client and an OpenAI-compatible server, healing judges every tool call of every
-response and sends the client only calls that passed, asking the model again, with toolwire's
-true message, for each call it rejected. Nothing in the client changes but its HTTP transport.
+Put between a client and the model server, healing judges every tool call of every response
+and sends the client only calls that passed, asking the model again, with toolwire's true
+message, for each call it rejected. Nothing in the client changes but its HTTP transport (or,
+with ``toolwire serve``, its base URL). Three wire formats: OpenAI Chat Completions, Anthropic
+Messages, OpenAI Responses.
 
 The parts, sans-I/O first, the shell last:
 
+- :mod:`~toolwire.heal.wire_format`: the seam between the session and a format.
 - :mod:`~toolwire.heal.encoder`: judged events back into Chat Completions chunks (the Chat
-  adapter's mapper, run backwards).
+  adapter's mapper, run backwards); :mod:`~toolwire.heal.anthropic_encoder` and
+  :mod:`~toolwire.heal.responses_encoder` do the same for the other two formats, and
+  ``*_format`` modules hold each format's requests and whole bodies.
 - :mod:`~toolwire.heal.request`: which requests are healed, what goes upstream, the retry's body.
 - :mod:`~toolwire.heal.session`: one healed exchange: what the client gets, when to ask again.
 - :mod:`~toolwire.heal.completion`: non-streamed bodies, healed the same way.
 - :mod:`~toolwire.heal.telemetry`: a span per healed call and per retry, counters.
 - :mod:`~toolwire.heal.transport`: :class:`HealingTransport`, the httpx shell (it needs
-  ``httpx``, the ``[http]`` extra; it is imported on first use, so the rest never needs it).
+  ``httpx``, the ``[http]`` extra; it is imported on first use, so the rest never needs it);
+  :class:`Httpx2Bridge` carries it to ``httpx2`` clients. ``toolwire serve``
+  (:mod:`toolwire.serve`) is the proxy shell around it.
 
 ``docs/healing.md`` is the guide.
 """

@@ -1,12 +1,14 @@
-"""Shell 1: an httpx transport that heals every Chat Completions request sent through it.
+"""Shell 1: an httpx transport that heals every tool-call request sent through it.
 
 ::
 
     transport = toolwire.HealingTransport(wrapped=httpx.AsyncHTTPTransport(), provider="llama-cpp")
     client = openai.AsyncOpenAI(base_url=..., http_client=httpx.AsyncClient(transport=transport))
 
-Every ``POST .../chat/completions`` that offers tools is healed (see :mod:`toolwire.heal`);
-every other request, and a chat request that offers no tools, goes to ``wrapped`` untouched.
+Every ``POST .../chat/completions``, ``.../messages`` (Anthropic) and ``.../responses`` that
+offers tools is healed in its own wire format (see :mod:`toolwire.heal` and each format's
+``plan_request``); every other request, and one a format does not heal, goes to ``wrapped``
+untouched.
 The I/O contract:
 
 - The request goes upstream as the client wrote it, headers (``Authorization`` included) and
@@ -65,11 +67,13 @@ _ERROR_BODY_CAP = 64 * 1024
 
 
 class HealingTransport(httpx.AsyncBaseTransport):
-    """An ``httpx.AsyncBaseTransport`` that heals the Chat Completions calls going through it.
+    """An ``httpx.AsyncBaseTransport`` that heals the tool calls going through it.
 
     ``wrapped`` sends the requests (``httpx.AsyncHTTPTransport()`` by default); ``provider`` is
-    a Chat Completions provider name (its server profile decides how history is replayed and
-    which truncation evidence counts: ``llama-cpp`` for llama-cpp-python). ``max_retries``
+    the Chat Completions provider name for ``/chat/completions``: its server profile decides
+    how history is replayed and which truncation evidence counts (``llama-cpp`` for
+    llama-cpp-python); Anthropic and Responses requests are read as ``anthropic`` and
+    ``openai-responses``. ``max_retries``
     caps the retries of one request (0: reject without asking again); ``max_tokens_ceiling``,
     when set, lets a retry after a token-limit cut double the request's limit up to it.
     ``policy`` and ``truncated_calls`` are the judge's (:class:`toolwire.Pipeline`);
@@ -96,7 +100,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
         profile = CHAT_PROFILES.get(provider)
         if profile is None:
             raise ConfigurationError(
-                f"HealingTransport heals OpenAI Chat Completions; {provider!r} is not one of "
+                f"provider names the Chat Completions server profile; {provider!r} is not one of "
                 f"its provider names ({', '.join(sorted(CHAT_PROFILES))})"
             )
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
