@@ -48,16 +48,12 @@ from ..pipeline.events import (
     Event,
     Finish,
     ProviderError,
-    ReasoningDelta,
     ResponseInfo,
-    StreamEnd,
-    TextDelta,
     ToolCallReady,
-    ToolCallRejected,
     ToolCallRepaired,
     Usage,
 )
-from .encoder import WireItem, call_arguments
+from .encoder import CallIds, WireItem, call_arguments, re_encode
 
 __all__ = ["MESSAGE_STOP", "AnthropicEventEncoder"]
 
@@ -98,7 +94,7 @@ class AnthropicEventEncoder:
         self._failed = False
         self._finished = False
         self._calls_sent = 0
-        self._ids: set[str] = set()
+        self._ids = CallIds(separator="_")
         self._usage: Usage | None = None
         self._next_index = 0
         #: The kind of the open block (``text`` / ``thinking``), or ``None``.
@@ -185,15 +181,8 @@ class AnthropicEventEncoder:
         """One accepted call, whole: a ``tool_use`` block with its input in one delta."""
         out: list[WireItem] = []
         self._opening(out)
-        call_id = wire_id(event.call.call_id)
-        if call_id in self._ids:
-            # Another response of the same healed turn used this id: one id per call, and one
-            # the API accepts when the client sends the turn back.
-            n = 2
-            while f"{call_id}_h{n}" in self._ids:
-                n += 1
-            call_id = f"{call_id}_h{n}"
-        self._ids.add(call_id)
+        # One id per call, and one the API accepts when the client sends the turn back.
+        call_id = self._ids.claim(wire_id(event.call.call_id))
         block = {"type": "tool_use", "id": call_id, "name": event.call.name, "input": {}}
         index = self._start(out, block)
         delta = {"type": "input_json_delta", "partial_json": call_arguments(event)}
@@ -203,6 +192,15 @@ class AnthropicEventEncoder:
         return out
 
     # -- the end -----------------------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """Whether the finish (``message_delta``) went out."""
+        return self._finished
+
+    def usage(self, event: Usage) -> None:
+        """Take a usage report: Anthropic's are cumulative, so the last one counts."""
+        self._usage = event
 
     def set_usage(self, usage: Usage | None) -> None:
         """The usage ``message_delta`` reports (the healing session gives the exchange's sum)."""
@@ -272,33 +270,9 @@ class AnthropicEventEncoder:
     # -- a plain re-encoding -----------------------------------------------------------------
 
     def feed(self, event: Event) -> list[WireItem]:
-        """What ``event`` of a judged stream puts on the wire, with no healing.
-
-        A rejected call and anything unknown put nothing. Anthropic's usage reports are
-        cumulative, so the last one counts. A fatal provider error becomes an ``error`` event;
-        a stream that dropped gets neither a finish nor ``message_stop``, as it had none.
-        """
-        match event:
-            case TextDelta():
-                return self.text(event.text)
-            case ReasoningDelta():
-                return self.reasoning(event.text)
-            case ToolCallReady() | ToolCallRepaired():
-                return self.call(event)
-            case ToolCallRejected():
-                return []
-            case ResponseInfo():
-                return self.info(event)
-            case Usage():
-                self._usage = event
-            case ProviderError() if event.fatal and event.kind != "transport":
-                return self.error(self.upstream_error(event))
-            case Finish() if event.reason not in ("error", "disconnected"):
-                reason = self.client_finish_reason(event, calls_sent=self._calls_sent > 0)
-                return self.finish(reason)
-            case StreamEnd() if self._finished:
-                return self.end()
-        return []
+        """What ``event`` of a judged stream puts on the wire, with no healing
+        (:func:`~toolwire.heal.encoder.re_encode`)."""
+        return re_encode(self, event)
 
 
 def _usage_object(usage: Usage | None) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import msgspec
 
@@ -44,13 +44,16 @@ from ..pipeline.events import (
     StreamEnd,
     TextDelta,
     ToolCallReady,
-    ToolCallRejected,
     ToolCallRepaired,
     Usage,
 )
 
+if TYPE_CHECKING:
+    from .wire_format import HealEncoder
+
 __all__ = [
     "DONE",
+    "CallIds",
     "ChatChunkEncoder",
     "Chunk",
     "Done",
@@ -59,6 +62,7 @@ __all__ = [
     "call_arguments",
     "client_finish_reason",
     "encode_events",
+    "re_encode",
     "sse_frame",
     "upstream_error_object",
     "usage_object",
@@ -95,6 +99,31 @@ def sse_frame(items: Iterable[WireItem]) -> bytes:
         else:
             out += b"data: " + _encode(item) + b"\n\n"
     return bytes(out)
+
+
+class CallIds:
+    """The call ids one client response used, so that each call it sends has its own.
+
+    Another response of the same healed turn (a retry, a scripted server) may use an id again:
+    the second gets ``<id><separator>h2``, then ``h3``... (``~`` by default; Anthropic's ids
+    allow only ``[a-zA-Z0-9_-]``, so it uses ``_``).
+    """
+
+    __slots__ = ("_separator", "_used")
+
+    def __init__(self, separator: str = "~") -> None:
+        self._separator = separator
+        self._used: set[str] = set()
+
+    def claim(self, call_id: str) -> str:
+        """``call_id``, or the first free variant of it; either way, used from now on."""
+        if call_id in self._used:
+            n = 2
+            while f"{call_id}{self._separator}h{n}" in self._used:
+                n += 1
+            call_id = f"{call_id}{self._separator}h{n}"
+        self._used.add(call_id)
+        return call_id
 
 
 def call_arguments(event: ToolCallReady | ToolCallRepaired) -> str:
@@ -192,7 +221,7 @@ class ChatChunkEncoder:
         self._failed = False
         self._finished = False
         self._calls_sent = 0
-        self._ids: set[str] = set()
+        self._ids = CallIds()
         self._usage: Usage | None = None
 
     # -- what has gone out -------------------------------------------------------------------
@@ -201,6 +230,11 @@ class ChatChunkEncoder:
     def calls_sent(self) -> int:
         """How many calls went out (the next call's client index)."""
         return self._calls_sent
+
+    @property
+    def finished(self) -> bool:
+        """Whether the finish went out (what ends the response is then due)."""
+        return self._finished
 
     @property
     def response_id(self) -> str | None:
@@ -267,15 +301,7 @@ class ChatChunkEncoder:
         out: list[WireItem] = []
         self._opening(out)
         call = event.call
-        call_id = call.call_id
-        if call_id in self._ids:
-            # Another response of the same healed turn used this id (a retry, a scripted
-            # server): the client must see one id per call.
-            n = 2
-            while f"{call_id}~h{n}" in self._ids:
-                n += 1
-            call_id = f"{call_id}~h{n}"
-        self._ids.add(call_id)
+        call_id = self._ids.claim(call.call_id)
         fragment = {
             "index": self._calls_sent,
             "id": call_id,
@@ -353,29 +379,39 @@ class ChatChunkEncoder:
         neither a finish nor the end marker, as it had none; a stream that finished gets the
         end marker even when the server left it out.
         """
-        match event:
-            case TextDelta():
-                return self.text(event.text)
-            case ReasoningDelta():
-                return self.reasoning(event.text)
-            case ToolCallReady() | ToolCallRepaired():
-                return self.call(event)
-            case ToolCallRejected():
-                return []
-            case ResponseInfo():
-                return self.info(event)
-            case Usage():
-                self.usage(event)
-                return []
-            case ProviderError() if event.fatal and event.kind != "transport":
-                return self.error(upstream_error_object(event))
-            case Finish() if event.reason not in ("error", "disconnected"):
-                return self.finish(client_finish_reason(event, calls_sent=self._calls_sent > 0))
-            case StreamEnd() if self._finished:
-                # After a finish the response is whole, whether or not the server sent its end
-                # marker (some recorders drop ``[DONE]``): the client gets one.
-                return self.end()
-        return []
+        return re_encode(self, event)
+
+
+def re_encode(encoder: HealEncoder, event: Event) -> list[WireItem]:
+    """What ``event`` of a judged stream puts on the wire with no healing, in any format.
+
+    The one plain re-encoding behind every encoder's ``feed``: text, reasoning and accepted
+    calls at once; a rejected call, the events of calls still being judged and anything
+    unknown, nothing; usage counted (``encoder.usage``: each format knows whether its reports
+    add up or are cumulative); a fatal provider error as the format's in-band error; the
+    finish as the client's finish; after a finish, the stream's end closes the response even
+    when the server left its end marker out. A stream that dropped gets neither a finish nor
+    an end, as it had none.
+    """
+    match event:
+        case TextDelta():
+            return encoder.text(event.text)
+        case ReasoningDelta():
+            return encoder.reasoning(event.text)
+        case ToolCallReady() | ToolCallRepaired():
+            return encoder.call(event)
+        case ResponseInfo():
+            return encoder.info(event)
+        case Usage():
+            encoder.usage(event)
+        case ProviderError() if event.fatal and event.kind != "transport":
+            return encoder.error(encoder.upstream_error(event))
+        case Finish() if event.reason not in ("error", "disconnected"):
+            calls_sent = encoder.calls_sent > 0
+            return encoder.finish(encoder.client_finish_reason(event, calls_sent=calls_sent))
+        case StreamEnd() if encoder.finished:
+            return encoder.end()
+    return []
 
 
 def upstream_error_object(error: ProviderError) -> dict[str, Any]:

@@ -60,14 +60,12 @@ from ..pipeline.events import (
     Event,
     Finish,
     ProviderError,
-    ReasoningDelta,
     ResponseInfo,
-    TextDelta,
     ToolCallReady,
     ToolCallRepaired,
     Usage,
 )
-from .encoder import WireItem, add_usage, call_arguments
+from .encoder import CallIds, WireItem, add_usage, call_arguments, re_encode
 
 if TYPE_CHECKING:
     from .wire_format import HealEncoder
@@ -207,6 +205,7 @@ class ResponsesEventEncoder:
         "_created_at",
         "_echo",
         "_failed",
+        "_finished",
         "_ids",
         "_model",
         "_open",
@@ -238,7 +237,8 @@ class ResponsesEventEncoder:
         self._output: list[dict[str, Any]] = []
         self._open: _OpenItem | None = None
         self._calls_sent = 0
-        self._ids: set[str] = set()
+        self._finished = False
+        self._ids = CallIds()
         self._usage: Usage | None = None
 
     @property
@@ -341,14 +341,7 @@ class ResponsesEventEncoder:
         out: list[WireItem] = []
         self._opening(out)
         self._close(out)
-        call_id = event.call.call_id
-        if call_id in self._ids:
-            # Another response of the same healed turn used this id: one id per call.
-            n = 2
-            while f"{call_id}~h{n}" in self._ids:
-                n += 1
-            call_id = f"{call_id}~h{n}"
-        self._ids.add(call_id)
+        call_id = self._ids.claim(event.call.call_id)
         arguments = call_arguments(event)
         index = len(self._output)
         where = {"item_id": call_id, "output_index": index}
@@ -370,6 +363,15 @@ class ResponsesEventEncoder:
         self._calls_sent += 1
         return out
 
+    @property
+    def finished(self) -> bool:
+        """Whether the terminal event went out (nothing follows it)."""
+        return self._finished
+
+    def usage(self, event: Usage) -> None:
+        """Count a usage report (they add up); it goes out with the terminal event."""
+        self._usage = add_usage(self._usage, event)
+
     def set_usage(self, usage: Usage | None) -> None:
         """The usage the terminal event reports (the healing session gives the exchange's sum)."""
         self._usage = usage
@@ -383,6 +385,7 @@ class ResponsesEventEncoder:
         out: list[WireItem] = []
         self._opening(out)
         self._close(out)
+        self._finished = True
         if reason == self.CALLS:
             response = self._response("completed", usage=self._usage)
             out.append(self._event("response.completed", response=response))
@@ -446,30 +449,9 @@ class ResponsesEventEncoder:
     # -- a plain re-encoding -----------------------------------------------------------------
 
     def feed(self, event: Event) -> list[WireItem]:
-        """What ``event`` of a judged stream puts on the wire, with no healing.
-
-        A rejected call and anything unknown put nothing. A fatal provider error becomes an
-        ``error`` event; a stream that dropped gets no terminal event, as it had none.
-        """
-        if self._failed:
-            return []
-        match event:
-            case TextDelta():
-                return self.text(event.text)
-            case ReasoningDelta():
-                return self.reasoning(event.text)
-            case ToolCallReady() | ToolCallRepaired():
-                return self.call(event)
-            case ResponseInfo():
-                return self.info(event)
-            case Usage():
-                self._usage = add_usage(self._usage, event)
-            case ProviderError() if event.fatal and event.kind != "transport":
-                return self.error(self.upstream_error(event))
-            case Finish() if event.reason not in ("error", "disconnected"):
-                reason = self.client_finish_reason(event, calls_sent=self._calls_sent > 0)
-                return self.finish(reason)
-        return []
+        """What ``event`` of a judged stream puts on the wire, with no healing
+        (:func:`~toolwire.heal.encoder.re_encode`); nothing after an error."""
+        return [] if self._failed else re_encode(self, event)
 
 
 def _whole_payload(error: ProviderError) -> dict[str, Any]:

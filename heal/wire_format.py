@@ -51,6 +51,10 @@ class HealEncoder(Protocol):
     def calls_sent(self) -> int:
         """How many calls went out."""
 
+    @property
+    def finished(self) -> bool:
+        """Whether the finish went out."""
+
     def info(self, event: ResponseInfo) -> list[WireItem]:
         """The response is known (the first response's id and model name every item)."""
 
@@ -62,6 +66,9 @@ class HealEncoder(Protocol):
 
     def call(self, event: ToolCallReady | ToolCallRepaired) -> list[WireItem]:
         """One accepted call, whole (its arguments by :func:`~.encoder.call_arguments`)."""
+
+    def usage(self, event: Usage) -> None:
+        """Count one usage report of the response (for :func:`~.encoder.re_encode`)."""
 
     def set_usage(self, usage: Usage | None) -> None:
         """The usage to report with the finish or the end (the sum over the exchange)."""
