@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import weakref
 from typing import Any
 
 from opentelemetry import metrics, trace
@@ -41,10 +40,11 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from ..pipeline.events import ToolCallReady, ToolCallRejected, ToolCallRepaired, Usage
 from ..pipeline.version import __version__
-from ..stages.telemetry.metrics import MAX_DISTINCT_VALUES, OTHER
+from ..stages.telemetry.metrics import MAX_DISTINCT_VALUES, OTHER, PerMeterProvider
 from ..stages.telemetry.observer import (
     DEFAULT_CONTENT_CAP,
     Redactor,
+    Telemetry,
     capture_content_from_env,
 )
 from .encoder import add_usage
@@ -129,25 +129,7 @@ class HealInstruments:
                 )
 
 
-_cache: weakref.WeakKeyDictionary[object, HealInstruments] = weakref.WeakKeyDictionary()
-_cache_lock = threading.Lock()
-
-
-def _instruments_for(meter_provider: metrics.MeterProvider | None) -> HealInstruments:
-    provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
-    with _cache_lock:
-        try:
-            cached = _cache.get(provider)
-        except TypeError:  # not weak-referenceable or not hashable: no caching
-            cached = None
-        if cached is None:
-            meter = metrics.get_meter("toolwire", __version__, meter_provider=provider)
-            cached = HealInstruments(meter)
-            try:
-                _cache[provider] = cached
-            except TypeError:
-                pass
-        return cached
+_HEAL_INSTRUMENTS = PerMeterProvider(HealInstruments)
 
 
 class HealTelemetry:
@@ -164,17 +146,25 @@ class HealTelemetry:
         redact: Redactor | None = None,
         content_cap: int = DEFAULT_CONTENT_CAP,
     ) -> None:
-        self.tracer_provider = tracer_provider
-        self.meter_provider = meter_provider
-        self.capture_content = capture_content
-        self.redact = redact
-        self.content_cap = content_cap
+        # The same settings as the pipeline's, checked by the same rules.
+        checked = Telemetry(
+            tracer_provider=tracer_provider,
+            meter_provider=meter_provider,
+            capture_content=capture_content,
+            redact=redact,
+            content_cap=content_cap,
+        )
+        self.tracer_provider = checked.tracer_provider
+        self.meter_provider = checked.meter_provider
+        self.capture_content = checked.capture_content
+        self.redact = checked.redact
+        self.content_cap = checked.content_cap
 
     def start(self, provider: str) -> HealObserver:
         """The observer of one exchange with ``provider`` (a ``gen_ai.provider.name``)."""
         try:
             tracer = trace.get_tracer("toolwire", __version__, self.tracer_provider)
-            instruments = _instruments_for(self.meter_provider)
+            instruments = _HEAL_INSTRUMENTS.get(self.meter_provider, __version__)
             capture = (
                 self.capture_content
                 if self.capture_content is not None

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
 
 from opentelemetry import metrics
 
 from ...pipeline.events import TruncationEvidence
 from ...pipeline.verdict import Verdict
+
+InstrumentsT = TypeVar("InstrumentsT")
 
 __all__ = [
     "ARGUMENT_SIZE_BUCKETS",
@@ -27,6 +30,7 @@ __all__ = [
     "OTHER",
     "UNKNOWN_MODEL",
     "Instruments",
+    "PerMeterProvider",
     "instruments_for",
 ]
 
@@ -38,9 +42,7 @@ OTHER = "_other"
 #: The model reported for a call judged before the provider said which model answered.
 UNKNOWN_MODEL = "unknown"
 #: Histogram buckets for argument sizes, in characters (advisory; a View may override them).
-ARGUMENT_SIZE_BUCKETS: Sequence[float] = (
-    0, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576
-)
+ARGUMENT_SIZE_BUCKETS: Sequence[float] = (0, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576)
 _NAME_CAP = 128
 
 
@@ -143,30 +145,47 @@ class Instruments:
         )
 
 
-_cache: weakref.WeakKeyDictionary[object, Instruments] = weakref.WeakKeyDictionary()
-_cache_lock = threading.Lock()
+class PerMeterProvider(Generic[InstrumentsT]):
+    """Instruments built once per meter provider: the pipeline's, the healing's.
 
+    Creating instruments is not free and a provider keeps them; the cache holds each provider
+    weakly (a provider that cannot be weakly referenced or hashed is simply not cached).
+    """
 
-def instruments_for(meter_provider: metrics.MeterProvider | None, version: str) -> Instruments:
-    """The instruments of ``meter_provider`` (the global one when ``None``), created once."""
-    provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
-    try:
-        cached = _cache.get(provider)
-    except TypeError:  # not weak-referenceable or not hashable: no caching
-        cached = None
-    if cached is not None:
-        return cached
-    with _cache_lock:
+    __slots__ = ("_build", "_cache", "_lock")
+
+    def __init__(self, build: Callable[[metrics.Meter], InstrumentsT]) -> None:
+        self._build = build
+        self._cache: weakref.WeakKeyDictionary[object, InstrumentsT] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def get(self, meter_provider: metrics.MeterProvider | None, version: str) -> InstrumentsT:
+        """The instruments of ``meter_provider`` (the global one when ``None``)."""
+        provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
         try:
-            cached = _cache.get(provider)
-        except TypeError:
+            cached = self._cache.get(provider)
+        except TypeError:  # not weak-referenceable or not hashable: no caching
             cached = None
         if cached is not None:
             return cached
-        meter = metrics.get_meter("toolwire", version, meter_provider=provider)
-        created = Instruments(meter)
-        try:
-            _cache[provider] = created
-        except TypeError:
-            pass
-        return created
+        with self._lock:
+            try:
+                cached = self._cache.get(provider)
+            except TypeError:
+                cached = None
+            if cached is not None:
+                return cached
+            created = self._build(metrics.get_meter("toolwire", version, meter_provider=provider))
+            try:
+                self._cache[provider] = created
+            except TypeError:
+                pass
+            return created
+
+
+_PIPELINE_INSTRUMENTS = PerMeterProvider(Instruments)
+
+
+def instruments_for(meter_provider: metrics.MeterProvider | None, version: str) -> Instruments:
+    """The pipeline's instruments of ``meter_provider`` (the global one when ``None``)."""
+    return _PIPELINE_INSTRUMENTS.get(meter_provider, version)

@@ -23,7 +23,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 import toolwire
+from toolwire.heal import HealTelemetry
 from toolwire.heal import telemetry as heal_telemetry
+from toolwire.pipeline.errors import ConfigurationError
 
 from .client import GOOD_WRITE, SDK_ON_TRIO_LEAK, request
 from .upstream import HealUpstream, Reply, Stall, running_upstream, upstream_went_away
@@ -101,14 +103,23 @@ def _by_name(exporter: InMemorySpanExporter) -> dict[str, list[ReadableSpan]]:
 
 
 def _with_usage(body: bytes, prompt: int, completion: int) -> bytes:
-    usage = {**chat_chunk(), "choices": [], "usage": {
-        "prompt_tokens": prompt, "completion_tokens": completion,
-        "total_tokens": prompt + completion}}
+    usage = {
+        **chat_chunk(),
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
     return body.replace(b"data: [DONE]\n\n", sse([usage]))
 
 
 async def _exchange(
-    upstream: HealUpstream, *, provider: str = "llama-cpp", close_after: int | None = None,
+    upstream: HealUpstream,
+    *,
+    provider: str = "llama-cpp",
+    close_after: int | None = None,
     **options: Any,
 ) -> bytes:
     transport = toolwire.HealingTransport(
@@ -125,8 +136,10 @@ async def _exchange(
 
 
 async def test_a_healed_call_and_its_retry_each_get_a_span(
-    anyio_backend: str, upstream: HealUpstream,
-    spans: tuple[TracerProvider, InMemorySpanExporter], metric_reader: InMemoryMetricReader,
+    anyio_backend: str,
+    upstream: HealUpstream,
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+    metric_reader: InMemoryMetricReader,
 ) -> None:
     tracer_provider, exporter = spans
     upstream.script(
@@ -134,8 +147,10 @@ async def test_a_healed_call_and_its_retry_each_get_a_span(
         Reply(_with_usage(tool_calls_reply(("call_fixed", "write", GOOD_WRITE)), 150, 16)),
     )
     await _exchange(
-        upstream, tracer_provider=tracer_provider,
-        meter_provider=MeterProvider(metric_readers=[metric_reader]), max_tokens_ceiling=48,
+        upstream,
+        tracer_provider=tracer_provider,
+        meter_provider=MeterProvider(metric_readers=[metric_reader]),
+        max_tokens_ceiling=48,
     )
     found = _by_name(exporter)
     (heal,) = found["toolwire.heal"]
@@ -171,43 +186,60 @@ async def test_a_healed_call_and_its_retry_each_get_a_span(
     assert dict(next(iter(calls)))["toolwire.heal.outcome"] == "healed"
     retries = _points(metric_reader, "toolwire.heal.retries")
     assert [dict(key)["toolwire.heal.cause"] for key in retries] == ["token_limit"]
-    tokens = {dict(key)["gen_ai.token.type"]: value
-              for key, value in _points(metric_reader, "toolwire.heal.retry.tokens").items()}
+    tokens = {
+        dict(key)["gen_ai.token.type"]: value
+        for key, value in _points(metric_reader, "toolwire.heal.retry.tokens").items()
+    }
     assert tokens == {"input": 150, "output": 16}
 
 
 async def test_an_exchange_with_nothing_rejected_has_no_heal_span(
-    anyio_backend: str, upstream: HealUpstream,
-    spans: tuple[TracerProvider, InMemorySpanExporter], metric_reader: InMemoryMetricReader,
+    anyio_backend: str,
+    upstream: HealUpstream,
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+    metric_reader: InMemoryMetricReader,
 ) -> None:
     tracer_provider, exporter = spans
     upstream.script(Reply(tool_calls_reply(("call_ok", "write", GOOD_WRITE))))
-    await _exchange(upstream, tracer_provider=tracer_provider,
-                    meter_provider=MeterProvider(metric_readers=[metric_reader]))
+    await _exchange(
+        upstream,
+        tracer_provider=tracer_provider,
+        meter_provider=MeterProvider(metric_readers=[metric_reader]),
+    )
     assert set(_by_name(exporter)) == {"toolwire.turn"}
     calls = _points(metric_reader, "toolwire.heal.tool_calls")
     assert [dict(key)["toolwire.heal.outcome"] for key in calls] == ["passed_through"]
 
 
 async def test_a_failed_healing_says_so(
-    anyio_backend: str, upstream: HealUpstream,
-    spans: tuple[TracerProvider, InMemorySpanExporter], metric_reader: InMemoryMetricReader,
+    anyio_backend: str,
+    upstream: HealUpstream,
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+    metric_reader: InMemoryMetricReader,
 ) -> None:
     tracer_provider, exporter = spans
     bad = tool_calls_reply(("call_bad", "write", '{"path": "notes.txt"}'))
     upstream.script(Reply(bad), Reply(bad), Reply(bad))
-    body = await _exchange(upstream, provider="openai-chat", tracer_provider=tracer_provider,
-                           meter_provider=MeterProvider(metric_readers=[metric_reader]))
+    body = await _exchange(
+        upstream,
+        provider="openai-chat",
+        tracer_provider=tracer_provider,
+        meter_provider=MeterProvider(metric_readers=[metric_reader]),
+    )
     assert b"toolwire_heal_failed" in body
     found = _by_name(exporter)
-    outcomes = [dict(s.attributes or {})["toolwire.heal.outcome"]
-                for s in sorted(found["toolwire.heal.call write"], key=lambda s: s.start_time or 0)]
+    outcomes = [
+        dict(s.attributes or {})["toolwire.heal.outcome"]
+        for s in sorted(found["toolwire.heal.call write"], key=lambda s: s.start_time or 0)
+    ]
     assert outcomes == ["rejected_again", "rejected_again", "failed"]
     (heal,) = found["toolwire.heal"]
     assert heal.status.status_code == StatusCode.ERROR
     assert dict(heal.attributes or {})["toolwire.heal.outcome"] == "failed"
-    assert [dict(s.attributes or {})["toolwire.heal.retry.outcome"]
-            for s in found["toolwire.heal.retry"]] == ["rejected", "rejected"]
+    assert [
+        dict(s.attributes or {})["toolwire.heal.retry.outcome"]
+        for s in found["toolwire.heal.retry"]
+    ] == ["rejected", "rejected"]
     calls = _points(metric_reader, "toolwire.heal.tool_calls")
     assert {dict(key)["toolwire.heal.outcome"]: value for key, value in calls.items()} == {
         "failed": 1
@@ -216,13 +248,18 @@ async def test_a_failed_healing_says_so(
 
 
 async def test_content_is_captured_only_when_asked_and_through_redact(
-    anyio_backend: str, upstream: HealUpstream,
+    anyio_backend: str,
+    upstream: HealUpstream,
     spans: tuple[TracerProvider, InMemorySpanExporter],
 ) -> None:
     tracer_provider, exporter = spans
     upstream.script(Reply(cut_write_reply()), Reply(text_reply("Too big.")))
-    await _exchange(upstream, tracer_provider=tracer_provider, capture_content=True,
-                    redact=lambda text: text.replace("user_name", "[user]"))
+    await _exchange(
+        upstream,
+        tracer_provider=tracer_provider,
+        capture_content=True,
+        redact=lambda text: text.replace("user_name", "[user]"),
+    )
     (call,) = _by_name(exporter)["toolwire.heal.call write"]
     message = dict(call.attributes or {})["toolwire.heal.message"]
     assert "cut off at the output-token limit" in message
@@ -233,7 +270,8 @@ async def test_content_is_captured_only_when_asked_and_through_redact(
 
 
 async def test_every_span_ends_when_the_client_goes_away_mid_retry(
-    anyio_backend: str, upstream: HealUpstream,
+    anyio_backend: str,
+    upstream: HealUpstream,
     spans: tuple[TracerProvider, InMemorySpanExporter],
 ) -> None:
     tracer_provider, exporter = spans
@@ -264,14 +302,27 @@ class _BrokenTracerProvider:
 async def test_broken_telemetry_never_breaks_the_exchange(
     anyio_backend: str, upstream: HealUpstream, caplog: pytest.LogCaptureFixture
 ) -> None:
-    upstream.script(Reply(cut_write_reply()),
-                    Reply(tool_calls_reply(("call_fixed", "write", GOOD_WRITE))))
+    upstream.script(
+        Reply(cut_write_reply()), Reply(tool_calls_reply(("call_fixed", "write", GOOD_WRITE)))
+    )
     body = await _exchange(upstream, tracer_provider=_BrokenTracerProvider())  # type: ignore[arg-type]
     calls = [
         fragment
-        for line in body.split(b"\n\n") if line.startswith(b"data: {")
+        for line in body.split(b"\n\n")
+        if line.startswith(b"data: {")
         for choice in json.loads(line[6:]).get("choices", ())
         for fragment in choice["delta"].get("tool_calls") or ()
     ]
     assert [c["id"] for c in calls] == ["call_fixed"]
     assert any("toolwire heal telemetry failed" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("redact", "not callable"), ("capture_content", "yes"), ("content_cap", -1)],
+)
+def test_heal_telemetry_checks_its_settings_as_the_pipeline_does(
+    option: str, value: object
+) -> None:
+    with pytest.raises(ConfigurationError, match=option):
+        HealTelemetry(**{option: value})  # type: ignore[arg-type]
