@@ -40,8 +40,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import msgspec
-
 from ..adapters.anthropic.history import wire_id
 from ..adapters.anthropic.wire import LENGTH_STOP_REASONS
 from ..pipeline.events import (
@@ -53,7 +51,7 @@ from ..pipeline.events import (
     ToolCallRepaired,
     Usage,
 )
-from .encoder import CallIds, WireItem, call_arguments, re_encode
+from .encoder import CallIds, WireItem, call_arguments, error_payload, re_encode
 
 __all__ = ["MESSAGE_STOP", "AnthropicEventEncoder"]
 
@@ -248,14 +246,9 @@ class AnthropicEventEncoder:
         toolwire's words go out as ``api_error`` (a failure on the server's side, which the
         SDK treats as such), or under the server's own error type when only that was read.
         """
-        if error.kind == "error_payload" and error.raw:
-            try:
-                payload = msgspec.json.decode(error.raw)
-            except msgspec.DecodeError:
-                payload = None
-            inner = payload.get("error") if isinstance(payload, dict) else None
-            if isinstance(inner, dict) and isinstance(inner.get("type"), str):
-                return inner
+        inner = error_payload(error).get("error")
+        if isinstance(inner, dict) and isinstance(inner.get("type"), str):
+            return inner
         kind = error.code if error.kind == "error_payload" and error.code else "api_error"
         return {"type": kind, "message": error.message}
 

@@ -16,7 +16,7 @@ import msgspec
 from ..pipeline.turn import Turn
 from . import request
 from .anthropic_encoder import MESSAGE_STOP, AnthropicEventEncoder
-from .encoder import WireItem
+from .encoder import WireItem, json_object
 from .request import HealPlan, NextMessages
 from .wire_format import named_sse_frame
 
@@ -43,11 +43,8 @@ class AnthropicWireFormat:
         thinking on, or offers server tools or MCP servers, passes untouched: toolwire could
         not write their blocks back faithfully (see the module docstring).
         """
-        try:
-            body = msgspec.json.decode(content)
-        except msgspec.DecodeError:
-            return None
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        body = json_object(content)
+        if body is None or not isinstance(body.get("messages"), list):
             return None
         tools = body.get("tools")
         if not isinstance(tools, list) or not tools or not all(map(_client_tool, tools)):
@@ -84,11 +81,8 @@ class AnthropicWireFormat:
 
     def read_body(self, content: bytes) -> dict[str, Any] | None:
         """``content`` decoded, when it is a ``message`` whose content blocks can be read."""
-        try:
-            body = msgspec.json.decode(content)
-        except msgspec.DecodeError:
-            return None
-        if not isinstance(body, dict) or body.get("type") != "message":
+        body = json_object(content)
+        if body is None or body.get("type") != "message":
             return None
         blocks = body.get("content")
         if not isinstance(blocks, list) or not all(

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from .encoder import Done, WireItem
+from .encoder import Done, WireItem, json_object
 
 __all__ = [
     "FAILED_STATUS",
@@ -36,11 +36,8 @@ _REASONING_KEYS = ("reasoning_content", "reasoning")
 
 def read_completion(content: bytes) -> dict[str, Any] | None:
     """``content`` decoded, when it is a ``chat.completion`` with one choice toolwire can read."""
-    try:
-        body = msgspec.json.decode(content)
-    except msgspec.DecodeError:
-        return None
-    if not isinstance(body, dict):
+    body = json_object(content)
+    if body is None:
         return None
     choices = body.get("choices")
     if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0], dict):

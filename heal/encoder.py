@@ -62,6 +62,8 @@ __all__ = [
     "call_arguments",
     "client_finish_reason",
     "encode_events",
+    "error_payload",
+    "json_object",
     "re_encode",
     "sse_frame",
     "upstream_error_object",
@@ -414,6 +416,25 @@ def re_encode(encoder: HealEncoder, event: Event) -> list[WireItem]:
     return []
 
 
+def json_object(data: bytes | str) -> dict[str, Any] | None:
+    """``data`` decoded when it is one whole JSON object; ``None`` when it is not JSON, was cut,
+    or is another JSON value. Every request, body and error payload healing reads starts here.
+    """
+    try:
+        value = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def error_payload(error: ProviderError) -> dict[str, Any]:
+    """A server's in-band error payload, decoded, when it is whole JSON; ``{}`` otherwise (a
+    payload cut by ``cap_text``, an error that is no payload)."""
+    if error.kind != "error_payload" or not error.raw:
+        return {}
+    return json_object(error.raw) or {}
+
+
 def upstream_error_object(error: ProviderError) -> dict[str, Any]:
     """The ``error`` object to send for a fatal provider error.
 
@@ -421,17 +442,11 @@ def upstream_error_object(error: ProviderError) -> dict[str, Any]:
     whole; anything else (a body that is no stream, an empty body) is described in toolwire's
     words, its kind as the ``code``.
     """
-    if error.kind == "error_payload" and error.raw:
-        try:
-            payload = msgspec.json.decode(error.raw)
-        except msgspec.DecodeError:
-            payload = None
-        if isinstance(payload, dict):
-            inner = payload.get("error")
-            if isinstance(inner, dict):
-                return inner
-            if isinstance(inner, str):
-                return {"message": inner, "type": None, "param": None, "code": error.code}
+    inner = error_payload(error).get("error")
+    if isinstance(inner, dict):
+        return inner
+    if isinstance(inner, str):
+        return {"message": inner, "type": None, "param": None, "code": error.code}
     return {
         "message": error.message,
         "type": "toolwire_upstream_error" if error.kind != "error_payload" else None,

@@ -31,6 +31,7 @@ import msgspec
 from ..loop import rejected_result
 from ..pipeline.results import ToolResult
 from ..pipeline.turn import CallRecord, Turn
+from .encoder import json_object
 
 __all__ = [
     "ACCEPTED_NOTE",
@@ -74,11 +75,8 @@ class HealPlan(msgspec.Struct, frozen=True, kw_only=True):
 
 def plan_request(content: bytes) -> HealPlan | None:
     """The plan for a client's request body, or ``None`` to pass it upstream untouched."""
-    try:
-        body = msgspec.json.decode(content)
-    except msgspec.DecodeError:
-        return None
-    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+    body = json_object(content)
+    if body is None or not isinstance(body.get("messages"), list):
         return None
     tools = body.get("tools")
     if not isinstance(tools, list) or not tools:

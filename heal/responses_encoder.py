@@ -65,7 +65,7 @@ from ..pipeline.events import (
     ToolCallRepaired,
     Usage,
 )
-from .encoder import CallIds, WireItem, add_usage, call_arguments, re_encode
+from .encoder import CallIds, WireItem, add_usage, call_arguments, error_payload, re_encode
 
 if TYPE_CHECKING:
     from .wire_format import HealEncoder
@@ -420,7 +420,7 @@ class ResponsesEventEncoder:
         The payload is an ``error`` event (the object nested under ``error``, or flat) or a
         ``response.failed`` (its ``response.error``).
         """
-        payload = _whole_payload(error)
+        payload = error_payload(error)
         nested = payload.get("error")
         if isinstance(nested, dict) and isinstance(nested.get("message"), str):
             return nested
@@ -452,17 +452,6 @@ class ResponsesEventEncoder:
         """What ``event`` of a judged stream puts on the wire, with no healing
         (:func:`~toolwire.heal.encoder.re_encode`); nothing after an error."""
         return [] if self._failed else re_encode(self, event)
-
-
-def _whole_payload(error: ProviderError) -> dict[str, Any]:
-    """The server's error payload decoded, when it is whole JSON; else ``{}``."""
-    if error.kind != "error_payload" or not error.raw:
-        return {}
-    try:
-        payload = _decode(error.raw)
-    except msgspec.DecodeError:
-        return {}  # cut by cap_text, or not JSON at all
-    return payload if isinstance(payload, dict) else {}
 
 
 def _usage_object(usage: Usage | None) -> dict[str, Any] | None:

@@ -24,7 +24,7 @@ import msgspec
 from ..loop import rejected_result
 from ..pipeline.turn import Turn
 from . import request
-from .encoder import WireItem
+from .encoder import WireItem, json_object
 from .request import HealPlan, NextMessages, accepted_result
 from .responses_encoder import TERMINALS, WRITTEN, ReasoningPart, ResponsesEventEncoder
 from .wire_format import named_sse_frame
@@ -57,11 +57,8 @@ class ResponsesWireFormat:
         lives on the server, or that offers other tools, passes untouched (see the module
         docstring).
         """
-        try:
-            body = _decode(content)
-        except msgspec.DecodeError:
-            return None
-        if not isinstance(body, dict) or not isinstance(body.get("input"), str | list):
+        body = json_object(content)
+        if body is None or not isinstance(body.get("input"), str | list):
             return None
         tools = body.get("tools")
         if not isinstance(tools, list) or not tools or not all(map(_function_tool, tools)):
@@ -115,11 +112,8 @@ class ResponsesWireFormat:
         Only ``completed`` and ``incomplete`` responses: a failed (or still queued) one has
         nothing to heal and goes to the client as the server wrote it.
         """
-        try:
-            body = _decode(content)
-        except msgspec.DecodeError:
-            return None
-        if not isinstance(body, dict) or body.get("object", "response") != "response":
+        body = json_object(content)
+        if body is None or body.get("object", "response") != "response":
             return None
         if body.get("status") not in ("completed", "incomplete"):
             return None
