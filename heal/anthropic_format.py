@@ -18,7 +18,7 @@ from . import request
 from .anthropic_encoder import MESSAGE_STOP, AnthropicEventEncoder
 from .encoder import WireItem, json_object
 from .request import HealPlan, NextMessages
-from .wire_format import named_sse_frame
+from .wire_format import named_sse_frame, with_first_parts
 
 __all__ = ["ANTHROPIC", "AnthropicWireFormat"]
 
@@ -127,7 +127,13 @@ class AnthropicWireFormat:
         """
         blocks, stop_reason, usage = _folded(items)
         body = dict(first)
-        body["content"] = _with_first_blocks(list(first.get("content") or ()), blocks)
+        body["content"] = with_first_parts(
+            list(first.get("content") or ()),
+            blocks,
+            reproduces=_reproduces,
+            written=_WRITTEN,
+            call_type="tool_use",
+        )
         body["stop_reason"] = stop_reason
         if stop_reason != first.get("stop_reason"):
             body["stop_sequence"] = None
@@ -211,29 +217,6 @@ def _reproduces(block: Mapping[str, Any], original: Mapping[str, Any]) -> bool:
     if kind == "tool_use":
         return bool(block["id"] == original.get("id") and block["name"] == original.get("name"))
     return bool(block.get(kind) == original.get(kind))
-
-
-def _with_first_blocks(
-    first: list[dict[str, Any]], blocks: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """``blocks``, each one the first body holds in the first body's form (in order)."""
-    out: list[dict[str, Any]] = []
-    rest = [block for block in first if isinstance(block, dict)]
-    new = False
-    for block in blocks:
-        at = next((i for i, original in enumerate(rest) if _reproduces(block, original)), None)
-        if at is None:
-            new = True
-            out.append(block)
-            continue
-        out += [original for original in rest[:at] if original.get("type") not in _WRITTEN]
-        out.append({**rest[at], **block} if block["type"] == "tool_use" else rest[at])
-        rest = rest[at + 1 :]
-    if not new:
-        # Nothing but the first response's own blocks: its opaque tail (a paused server tool)
-        # belongs to it as well.
-        out += [original for original in rest if original.get("type") not in _WRITTEN]
-    return out
 
 
 #: The Messages API, healed.

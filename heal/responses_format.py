@@ -16,7 +16,7 @@ exchange, the first one's rejected call too: a client that fetches it by id sees
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -27,7 +27,7 @@ from . import request
 from .encoder import WireItem, json_object
 from .request import HealPlan, NextMessages, accepted_result
 from .responses_encoder import TERMINALS, WRITTEN, ReasoningPart, ResponsesEventEncoder
-from .wire_format import named_sse_frame
+from .wire_format import named_sse_frame, with_first_parts
 
 if TYPE_CHECKING:
     from .wire_format import WireFormat
@@ -162,7 +162,13 @@ class ResponsesWireFormat:
         body = dict(first)
         if not terminal:
             return body
-        body["output"] = _with_first_items(list(first.get("output") or ()), terminal["output"])
+        body["output"] = with_first_parts(
+            list(first.get("output") or ()),
+            terminal["output"],
+            reproduces=_reproduces,
+            written=WRITTEN,
+            call_type="function_call",
+        )
         body["status"] = terminal["status"]
         body["incomplete_details"] = terminal["incomplete_details"]
         usage = terminal.get("usage")
@@ -224,28 +230,6 @@ def _reproduces(item: Mapping[str, Any], original: Mapping[str, Any]) -> bool:
             and item.get("name") == original.get("name")
         )
     return kind in ("message", "reasoning") and _item_text(item) == _item_text(original)
-
-
-def _with_first_items(
-    first: Sequence[Any], items: Sequence[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """``items``, each one the first body holds in the first body's form (in order)."""
-    out: list[dict[str, Any]] = []
-    rest = [item for item in first if isinstance(item, dict)]
-    new = False
-    for item in items:
-        at = next((i for i, original in enumerate(rest) if _reproduces(item, original)), None)
-        if at is None:
-            new = True
-            out.append(item)
-            continue
-        out += [original for original in rest[:at] if original.get("type") not in WRITTEN]
-        # A call keeps its item id; its arguments are the ones sent (a repair changes them).
-        out.append({**rest[at], **item} if item["type"] == "function_call" else rest[at])
-        rest = rest[at + 1 :]
-    if not new:
-        out += [original for original in rest if original.get("type") not in WRITTEN]
-    return out
 
 
 #: The Responses API, healed (reasoning not sent).

@@ -19,7 +19,7 @@ to run), and :meth:`HealEncoder.client_finish_reason` for everything else.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 import msgspec
@@ -36,7 +36,7 @@ from ..pipeline.turn import Turn
 from .encoder import WireItem
 from .request import HealPlan, NextMessages
 
-__all__ = ["HealEncoder", "WireFormat"]
+__all__ = ["HealEncoder", "WireFormat", "named_sse_frame", "with_first_parts"]
 
 
 class HealEncoder(Protocol):
@@ -145,3 +145,38 @@ def named_sse_frame(items: Iterable[WireItem]) -> bytes:
         if isinstance(item, dict):
             out += b"event: " + str(item["type"]).encode() + b"\ndata: " + _encode(item) + b"\n\n"
     return bytes(out)
+
+
+def with_first_parts(
+    first: Sequence[Any],
+    parts: Sequence[dict[str, Any]],
+    *,
+    reproduces: Callable[[Mapping[str, Any], Mapping[str, Any]], bool],
+    written: tuple[str, ...],
+    call_type: str,
+) -> list[dict[str, Any]]:
+    """A healed whole body's parts (Anthropic blocks, Responses items), each one the first body
+    holds in the first body's own form, in order.
+
+    ``parts`` is what the session sent; a part ``reproduces`` one of ``first`` when it is that
+    part passed on unchanged. Such a part goes back as the first body had it (ids, signatures,
+    annotations the encoder does not write), a call merged with what was sent (a repair
+    changes its arguments). The first body's parts of types the encoder never writes
+    (``written``: opaque ones) stay where they stood before the parts that follow them, and its
+    opaque tail stays too when nothing new was sent (it belongs to that response alone).
+    """
+    out: list[dict[str, Any]] = []
+    rest = [part for part in first if isinstance(part, dict)]
+    new = False
+    for part in parts:
+        at = next((i for i, original in enumerate(rest) if reproduces(part, original)), None)
+        if at is None:
+            new = True
+            out.append(part)
+            continue
+        out += [original for original in rest[:at] if original.get("type") not in written]
+        out.append({**rest[at], **part} if part["type"] == call_type else rest[at])
+        rest = rest[at + 1 :]
+    if not new:
+        out += [original for original in rest if original.get("type") not in written]
+    return out
