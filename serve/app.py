@@ -41,24 +41,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 _encode = msgspec.json.Encoder().encode
-#: Headers that belong to one connection, never forwarded (RFC 9110 7.6.1), and those the
-#: proxy sets itself (``host``: the upstream's; lengths: of the body it sends).
-_REQUEST_DROPPED = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-authenticate",
-        b"proxy-authorization",
-        b"proxy-connection",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"upgrade",
-        b"host",
-        b"content-length",
-    }
-)
-_RESPONSE_DROPPED = frozenset(
+#: Headers that belong to one connection, never forwarded either way (RFC 9110 7.6.1).
+_HOP_BY_HOP = frozenset(
     {
         b"connection",
         b"keep-alive",
@@ -68,10 +52,13 @@ _RESPONSE_DROPPED = frozenset(
         b"trailer",
         b"transfer-encoding",
         b"upgrade",
-        b"server",
-        b"date",
     }
 )
+#: Upstream, the proxy sets ``host`` (the upstream's) and the length (of the body it sends), and
+#: a proxy's own credentials stop here.
+_REQUEST_DROPPED = _HOP_BY_HOP | {b"proxy-authorization", b"host", b"content-length"}
+#: Back, the server in front of the client writes its own ``server`` and ``date``.
+_RESPONSE_DROPPED = _HOP_BY_HOP | {b"server", b"date"}
 _API_PREFIX = "/v1"
 _HEALTH_PATHS = frozenset({"/healthz", "/health"})
 
