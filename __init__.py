@@ -1,6 +1,6 @@
 """toolwire: make LLM tool calls safe to stream.
 
-Provider streams become typed events (:mod:`toolwire.pipeline.events`) that flow through
+Provider streams become typed events (:mod:`toolwire.core.events`) that flow through
 composable stages; every complete tool call is judged (ready, repaired, or rejected with a true
 message); truncation is detected from every evidence there is; a rejected call never runs.
 Build a :class:`Pipeline` once and call ``await pipeline.collect(source)`` every turn (or
@@ -19,6 +19,38 @@ from .api import Pipeline as Pipeline
 from .api import PipelineOptions as PipelineOptions
 from .api import collect as collect
 from .api import stream as stream
+from .core.errors import ConfigurationError as ConfigurationError
+from .core.errors import HistoryError as HistoryError
+from .core.errors import ProviderStreamError as ProviderStreamError
+from .core.errors import SourceTypeError as SourceTypeError
+from .core.errors import ToolwireError as ToolwireError
+from .core.events import Event as Event
+from .core.events import Finish as Finish
+from .core.events import ProviderError as ProviderError
+from .core.events import ReasoningDelta as ReasoningDelta
+from .core.events import ResponseInfo as ResponseInfo
+from .core.events import StopCondition as StopCondition
+from .core.events import StopReason as StopReason
+from .core.events import StreamEnd as StreamEnd
+from .core.events import TextDelta as TextDelta
+from .core.events import ToolCallArgumentsDelta as ToolCallArgumentsDelta
+from .core.events import ToolCallComplete as ToolCallComplete
+from .core.events import ToolCallReady as ToolCallReady
+from .core.events import ToolCallRejected as ToolCallRejected
+from .core.events import ToolCallRepaired as ToolCallRepaired
+from .core.events import ToolCallStarted as ToolCallStarted
+from .core.events import TruncationEvidence as TruncationEvidence
+from .core.events import TurnStopped as TurnStopped
+from .core.events import Usage as Usage
+from .core.stage import EventStep as EventStep
+from .core.stage import Stage as Stage
+from .core.stage import SyncStage as SyncStage
+from .core.stage import event_stage as event_stage
+from .core.turn import CallRecord as CallRecord
+from .core.turn import Turn as Turn
+from .core.turn import TurnBuilder as TurnBuilder
+from .core.verdict import Verdict as Verdict
+from .core.version import __version__ as __version__
 from .judge import DEFAULT_POLICY as DEFAULT_POLICY
 from .judge import STRICT_POLICY as STRICT_POLICY
 from .judge import Policy as Policy
@@ -36,38 +68,6 @@ from .loop import next_messages as next_messages
 from .loop import not_run_result as not_run_result
 from .loop import rejected_result as rejected_result
 from .loop import run_stop_reason as run_stop_reason
-from .pipeline.errors import ConfigurationError as ConfigurationError
-from .pipeline.errors import HistoryError as HistoryError
-from .pipeline.errors import ProviderStreamError as ProviderStreamError
-from .pipeline.errors import SourceTypeError as SourceTypeError
-from .pipeline.errors import ToolwireError as ToolwireError
-from .pipeline.events import Event as Event
-from .pipeline.events import Finish as Finish
-from .pipeline.events import ProviderError as ProviderError
-from .pipeline.events import ReasoningDelta as ReasoningDelta
-from .pipeline.events import ResponseInfo as ResponseInfo
-from .pipeline.events import StopCondition as StopCondition
-from .pipeline.events import StopReason as StopReason
-from .pipeline.events import StreamEnd as StreamEnd
-from .pipeline.events import TextDelta as TextDelta
-from .pipeline.events import ToolCallArgumentsDelta as ToolCallArgumentsDelta
-from .pipeline.events import ToolCallComplete as ToolCallComplete
-from .pipeline.events import ToolCallReady as ToolCallReady
-from .pipeline.events import ToolCallRejected as ToolCallRejected
-from .pipeline.events import ToolCallRepaired as ToolCallRepaired
-from .pipeline.events import ToolCallStarted as ToolCallStarted
-from .pipeline.events import TruncationEvidence as TruncationEvidence
-from .pipeline.events import TurnStopped as TurnStopped
-from .pipeline.events import Usage as Usage
-from .pipeline.stage import EventStep as EventStep
-from .pipeline.stage import Stage as Stage
-from .pipeline.stage import SyncStage as SyncStage
-from .pipeline.stage import event_stage as event_stage
-from .pipeline.turn import CallRecord as CallRecord
-from .pipeline.turn import Turn as Turn
-from .pipeline.turn import TurnBuilder as TurnBuilder
-from .pipeline.verdict import Verdict as Verdict
-from .pipeline.version import __version__ as __version__
 from .stages.judge import JudgeStage as JudgeStage
 from .stages.policy import RepairLoopGuard as RepairLoopGuard
 from .stages.telemetry import TelemetryStage as TelemetryStage

@@ -6,7 +6,7 @@ per-run state, so one object serves any number of concurrent turns on any task. 
 ``stream`` are one-line conveniences that build one for a single turn.
 
 Every setting is declared once, in :class:`PipelineOptions`; the pipeline's fixed order is drawn in
-:mod:`toolwire.pipeline.runner`.
+:mod:`toolwire.core.runner`.
 """
 
 from __future__ import annotations
@@ -21,17 +21,17 @@ from opentelemetry.trace import TracerProvider
 
 from .adapters.history import HistoryFormat, HistoryProblem
 from .adapters.registry import check_max_tokens, history_format, open_mapper, read_request
+from .core.errors import ConfigurationError
+from .core.events import Event, StopCondition
+from .core.mapper import MapperSettings, ProviderMapper
+from .core.reading import Source
+from .core.request import RequestFacts
+from .core.results import ToolResult
+from .core.runner import flatten, run_pipeline
+from .core.stage import Stage, SyncStage
+from .core.turn import Turn, TurnBuilder
 from .judge import DEFAULT_POLICY, Policy, Toolset
 from .loop.history import check_history, ensure_well_formed, next_messages
-from .pipeline.errors import ConfigurationError
-from .pipeline.events import Event, StopCondition
-from .pipeline.mapper import MapperSettings, ProviderMapper
-from .pipeline.reading import Source
-from .pipeline.request import RequestFacts
-from .pipeline.results import ToolResult
-from .pipeline.runner import flatten, run_pipeline
-from .pipeline.stage import Stage, SyncStage
-from .pipeline.turn import Turn, TurnBuilder
 from .stages.judge import JudgeStage
 from .stages.judge_cache import JudgeStageCache
 from .stages.policy import RepairLoopGuard, StopPolicyStage, normalize_stop_on
@@ -285,7 +285,7 @@ class Pipeline:
     def stream(self, source: Source, *, request: Any = None) -> AsyncGenerator[Event]:
         """Yield the typed events of one provider stream, every tool call judged.
 
-        ``source`` is what the provider sent (see :data:`toolwire.pipeline.reading.Source`);
+        ``source`` is what the provider sent (see :data:`toolwire.core.reading.Source`);
         ``request`` the body that was sent, when known. Close the generator early with
         ``contextlib.aclosing`` to release the source at once.
         """

@@ -2,7 +2,7 @@
 
 Call ``await check_stage(stage)`` from a test (on every anyio backend you support); it raises
 ``AssertionError`` naming the broken rule of the stage contract (see
-:mod:`toolwire.pipeline.stage`). The checks:
+:mod:`toolwire.core.stage`). The checks:
 
 - ``order``: unknown events pass through untouched and in order;
 - ``flush``: the stage's output ends once its input ends, with nothing of the input lost;
@@ -22,7 +22,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 
 import anyio
 
-from .pipeline.events import (
+from .core.events import (
     Event,
     Finish,
     ProviderError,
@@ -35,8 +35,8 @@ from .pipeline.events import (
     ToolCallStarted,
     encode_event,
 )
-from .pipeline.mapper import MapperSettings, ProviderMapper
-from .pipeline.stage import Stage, SyncStage
+from .core.mapper import MapperSettings, ProviderMapper
+from .core.stage import Stage, SyncStage
 from .stages.judge import JudgeStage
 
 __all__ = ["Probe", "check_mapper", "check_stage", "sample_events"]

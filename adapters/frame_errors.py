@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import msgspec
 
-from ..pipeline.events import ProviderError
-from ..pipeline.mapper import cap_text
+from ..core.events import ProviderError
+from ..core.mapper import cap_text
 from .sse import FrameOverflow
 
 __all__ = ["not_json_error", "overflow_error", "unknown_shape_error"]

@@ -18,8 +18,8 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from ..pipeline.results import ToolResult
-from ..pipeline.turn import CallRecord, Turn
+from ..core.results import ToolResult
+from ..core.turn import CallRecord, Turn
 
 __all__ = ["HistoryFormat", "HistoryProblem", "ProblemKind", "replay_arguments"]
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..pipeline.errors import ConfigurationError
+from ..core.errors import ConfigurationError
 from .sse import DEFAULT_MAX_EVENT_BYTES, QUOTE_BYTES, FrameOverflow
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "FrameOverflow", "NDJSONDecoder"]

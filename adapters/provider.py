@@ -12,8 +12,8 @@ from typing import Any
 
 import msgspec
 
-from ..pipeline.mapper import MapperFactory
-from ..pipeline.request import RequestFacts
+from ..core.mapper import MapperFactory
+from ..core.request import RequestFacts
 from .history import HistoryFormat
 
 __all__ = ["Provider", "RequestReader"]

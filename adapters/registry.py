@@ -13,9 +13,9 @@ from collections.abc import Mapping
 
 import msgspec
 
-from ..pipeline.errors import ConfigurationError
-from ..pipeline.mapper import MapperSettings, ProviderMapper
-from ..pipeline.request import RequestFacts
+from ..core.errors import ConfigurationError
+from ..core.mapper import MapperSettings, ProviderMapper
+from ..core.request import RequestFacts
 from .history import HistoryFormat
 from .openai_chat.profiles import CHAT_PROFILES
 from .provider import Provider

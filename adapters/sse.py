@@ -29,7 +29,7 @@ from typing import Final, TypeAlias
 
 import msgspec
 
-from ..pipeline.errors import ConfigurationError
+from ..core.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",

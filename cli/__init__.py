@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from ..pipeline.errors import ToolwireError
+from ..core.errors import ToolwireError
 from .check import add_check_parser
 from .common import UnreadableInput
 from .demo import add_demo_parser

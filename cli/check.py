@@ -20,6 +20,8 @@ from typing import Any
 
 import msgspec
 
+from ..core.errors import ConfigurationError
+from ..core.verdict import Verdict
 from ..judge import (
     DEFAULT_POLICY,
     STRICT_POLICY,
@@ -28,8 +30,6 @@ from ..judge import (
     ToolSchema,
     parse_arguments,
 )
-from ..pipeline.errors import ConfigurationError
-from ..pipeline.verdict import Verdict
 from .common import read_json_file
 
 __all__ = ["add_check_parser"]

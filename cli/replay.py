@@ -12,7 +12,7 @@ import msgspec
 
 from ..adapters.registry import provider_names
 from ..api import collect
-from ..pipeline.turn import CallRecord, Turn
+from ..core.turn import CallRecord, Turn
 from ..recordings import bundled_names, bundled_provider, bundled_request, read_bundled
 from .common import UnreadableInput, read_json_file
 

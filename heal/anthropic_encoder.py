@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 
 from ..adapters.anthropic.history import wire_id
 from ..adapters.anthropic.wire import LENGTH_STOP_REASONS
-from ..pipeline.events import (
+from ..core.events import (
     Event,
     Finish,
     ProviderError,

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from ..pipeline.turn import Turn
+from ..core.turn import Turn
 from . import request
 from .anthropic_encoder import MESSAGE_STOP, AnthropicEventEncoder
 from .encoder import WireItem, json_object

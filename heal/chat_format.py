@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..pipeline.turn import Turn
+from ..core.turn import Turn
 from . import completion, request
 from .encoder import ChatChunkEncoder, WireItem, sse_frame
 from .request import HealPlan, NextMessages

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import msgspec
 
-from ..pipeline.events import (
+from ..core.events import (
     Event,
     Finish,
     ProviderError,

@@ -28,9 +28,9 @@ from typing import Any
 
 import msgspec
 
+from ..core.results import ToolResult
+from ..core.turn import CallRecord, Turn
 from ..loop import rejected_result
-from ..pipeline.results import ToolResult
-from ..pipeline.turn import CallRecord, Turn
 from .encoder import json_object
 
 __all__ = [

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NamedTuple
 
 import msgspec
 
-from ..pipeline.events import (
+from ..core.events import (
     Event,
     Finish,
     ProviderError,

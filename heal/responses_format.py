@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from ..core.turn import Turn
 from ..loop import rejected_result
-from ..pipeline.turn import Turn
 from . import request
 from .encoder import WireItem, json_object
 from .request import HealPlan, NextMessages, accepted_result

@@ -34,7 +34,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from ..pipeline.events import (
+from ..core.events import (
     Event,
     Finish,
     ProviderError,
@@ -46,8 +46,8 @@ from ..pipeline.events import (
     ToolCallRepaired,
     Usage,
 )
-from ..pipeline.mapper import cap_text
-from ..pipeline.turn import TurnBuilder
+from ..core.mapper import cap_text
+from ..core.turn import TurnBuilder
 from .chat_format import CHAT
 from .encoder import WireItem, add_usage
 from .request import HealPlan, NextMessages

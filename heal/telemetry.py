@@ -38,8 +38,8 @@ from typing import Any
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from ..pipeline.events import ToolCallReady, ToolCallRejected, ToolCallRepaired, Usage
-from ..pipeline.version import __version__
+from ..core.events import ToolCallReady, ToolCallRejected, ToolCallRepaired, Usage
+from ..core.version import __version__
 from ..stages.telemetry.metrics import MAX_DISTINCT_VALUES, OTHER, PerMeterProvider
 from ..stages.telemetry.observer import (
     DEFAULT_CONTENT_CAP,

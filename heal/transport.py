@@ -44,8 +44,8 @@ from opentelemetry.trace import TracerProvider
 from ..adapters.openai_chat.profiles import CHAT_PROFILES
 from ..adapters.registry import provider as provider_entry
 from ..api import Pipeline, TruncatedCalls
+from ..core.errors import ConfigurationError
 from ..judge import Policy
-from ..pipeline.errors import ConfigurationError
 from ..stages.telemetry.observer import Redactor
 from .anthropic_format import ANTHROPIC
 from .chat_format import ChatWireFormat

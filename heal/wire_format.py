@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Protocol
 
 import msgspec
 
-from ..pipeline.events import (
+from ..core.events import (
     Finish,
     ProviderError,
     ResponseInfo,
@@ -32,7 +32,7 @@ from ..pipeline.events import (
     ToolCallRepaired,
     Usage,
 )
-from ..pipeline.turn import Turn
+from ..core.turn import Turn
 from .encoder import WireItem
 from .request import HealPlan, NextMessages
 

@@ -1,7 +1,7 @@
 """The judge: decide whether a tool call's raw arguments may run, repairing only what is certain.
 
 Pure and synchronous: :func:`parse_arguments` turns one raw arguments text into one
-:class:`~toolwire.pipeline.verdict.Verdict`; the judge stage (in ``toolwire.stages``) drives it
+:class:`~toolwire.core.verdict.Verdict`; the judge stage (in ``toolwire.stages``) drives it
 for every complete tool call. See ``docs/repairs.md`` for every repair kind and why it is safe.
 """
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import msgspec
 import pydantic
 
-from ..pipeline.verdict import Verdict
+from ..core.verdict import Verdict
 from ._layers import Layers
 from ._message import render_message
 from ._outcome import (

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 
-from ..pipeline.events import CutBy, CutFacts
+from ..core.events import CutBy, CutFacts
 
 __all__ = ["cut_summary_and_advice"]
 
 #: Usage this many tokens or more below the limit shows the limit was not reached (the same
-#: slack as ``toolwire.pipeline.finish``).
+#: slack as ``toolwire.core.finish``).
 _BELOW_LIMIT_SLACK = 2
 _SPLIT_ADVICE = (
     "A plain retry will hit the same limit: send smaller arguments, "

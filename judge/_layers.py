@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from ..pipeline.verdict import RepairKind
+from ..core.verdict import RepairKind
 from ._outcome import (
     JSON_END,
     JSON_START,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from ..pipeline.events import CutBy, CutFacts
-from ..pipeline.verdict import Verdict
+from ..core.events import CutBy, CutFacts
+from ..core.verdict import Verdict
 from ._cut_message import cut_summary_and_advice
 
 __all__ = ["QUOTE_LIMIT", "quote_received", "render_message"]

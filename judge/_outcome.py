@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from ..pipeline.verdict import RejectReason, RepairKind
+from ..core.verdict import RejectReason, RepairKind
 from ._reader import Read, ReadError
 
 __all__ = [

@@ -13,7 +13,7 @@ from typing import get_args
 
 import msgspec
 
-from ..pipeline.verdict import RepairKind
+from ..core.verdict import RepairKind
 
 __all__ = ["DEFAULT_POLICY", "REPAIR_KINDS", "STRICT_POLICY", "Policy"]
 

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..pipeline.verdict import RepairKind
+from ..core.verdict import RepairKind
 from ._policy import Policy
 from ._python_literal import PYTHON_KEYWORDS
 from ._text_repairs import close_wrapping, open_wrapping

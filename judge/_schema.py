@@ -24,7 +24,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from referencing.exceptions import Unresolvable
 
-from ..pipeline.errors import ConfigurationError
+from ..core.errors import ConfigurationError
 from ._schema_refs import OFFLINE_REGISTRY, bad_reference
 
 __all__ = ["MAX_SCHEMA_ERRORS", "SchemaChecker", "checker_for", "json_path"]

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 import msgspec
 
-from ..pipeline.verdict import RepairKind
+from ..core.verdict import RepairKind
 from ._policy import Policy
 from ._python_literal import PYTHON_KEYWORDS, PythonStringError, read_python_string
 from ._scan import DOUBLE_QUOTED

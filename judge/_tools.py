@@ -9,7 +9,7 @@ Accepted shapes (the first that matches wins):
 - a bare JSON Schema whose ``title`` is the tool name
 - a pydantic ``BaseModel`` subclass (name: ``model_config["title"]`` or the class name)
 
-Anything else raises :class:`~toolwire.pipeline.errors.ConfigurationError`: a tool that cannot
+Anything else raises :class:`~toolwire.core.errors.ConfigurationError`: a tool that cannot
 be named or validated is a bug in the caller's setup, found at construction, not mid-stream.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import pydantic
 
-from ..pipeline.errors import ConfigurationError
+from ..core.errors import ConfigurationError
 from ._schema import SchemaChecker
 
 __all__ = ["ToolRegistry", "ToolSpec", "Toolset", "tool_schema_from"]

@@ -8,7 +8,7 @@ then (``lost_fragment``); a call that passed the size limit while streaming was 
 
 from __future__ import annotations
 
-from ..pipeline.verdict import Verdict
+from ..core.verdict import Verdict
 from ._message import QUOTE_LIMIT, quote_received
 
 __all__ = ["damaged_verdict"]

@@ -4,8 +4,8 @@ Everything an agent loop does between two turns: :func:`dispatch` (a rejected ca
 :func:`answer_every_call`, the history entry points and :func:`run_stop_reason`.
 """
 
-from ..pipeline.results import ResultStatus as ResultStatus
-from ..pipeline.results import ToolResult as ToolResult
+from ..core.results import ResultStatus as ResultStatus
+from ..core.results import ToolResult as ToolResult
 from .dispatch import answer_every_call as answer_every_call
 from .dispatch import dispatch as dispatch
 from .dispatch import not_run_result as not_run_result

@@ -25,9 +25,9 @@ from typing import Any
 import anyio
 import msgspec
 
-from ..pipeline.errors import ConfigurationError, HistoryError
-from ..pipeline.results import ToolResult
-from ..pipeline.turn import CallRecord, Turn
+from ..core.errors import ConfigurationError, HistoryError
+from ..core.results import ToolResult
+from ..core.turn import CallRecord, Turn
 
 __all__ = [
     "answer_every_call",

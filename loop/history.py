@@ -12,9 +12,9 @@ from typing import Any
 
 from ..adapters.history import HistoryProblem
 from ..adapters.registry import history_format
-from ..pipeline.errors import HistoryError
-from ..pipeline.results import ToolResult
-from ..pipeline.turn import Turn
+from ..core.errors import HistoryError
+from ..core.results import ToolResult
+from ..core.turn import Turn
 from .dispatch import results_in_order
 
 __all__ = ["check_history", "ensure_well_formed", "next_messages"]

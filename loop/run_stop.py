@@ -11,7 +11,7 @@ from typing import Literal
 
 import msgspec
 
-from ..pipeline.events import StopCondition
+from ..core.events import StopCondition
 
 __all__ = ["RunStop", "RunStopReason", "run_stop_reason"]
 

@@ -2,7 +2,7 @@
 
 The command line, a TOML file (``--config``) and Python all end here, so every value is checked
 once, the same way, before the server starts: a typo in a key, a port out of range, an upstream
-that is no ``http(s)`` URL is a :class:`~toolwire.pipeline.errors.ConfigurationError` that names
+that is no ``http(s)`` URL is a :class:`~toolwire.core.errors.ConfigurationError` that names
 it, not a failure on the first request.
 """
 
@@ -16,7 +16,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..adapters.openai_chat.profiles import CHAT_PROFILES
-from ..pipeline.errors import ConfigurationError
+from ..core.errors import ConfigurationError
 
 __all__ = ["ServeSettings", "load_settings"]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
-from ..pipeline.errors import ConfigurationError
+from ..core.errors import ConfigurationError
 
 __all__ = ["OtlpProviders", "otlp_endpoint", "otlp_providers"]
 

@@ -16,18 +16,18 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..judge import DEFAULT_POLICY, Policy, Toolset, parse_arguments, render_message
-from ..judge._transit import damaged_verdict
-from ..pipeline.errors import ConfigurationError
-from ..pipeline.events import (
+from ..core.errors import ConfigurationError
+from ..core.events import (
     Event,
     ToolCallComplete,
     ToolCallReady,
     ToolCallRejected,
     ToolCallRepaired,
 )
-from ..pipeline.stage import EventStep, SyncStage
-from ..pipeline.verdict import Verdict
+from ..core.stage import EventStep, SyncStage
+from ..core.verdict import Verdict
+from ..judge import DEFAULT_POLICY, Policy, Toolset, parse_arguments, render_message
+from ..judge._transit import damaged_verdict
 
 __all__ = ["DEFAULT_OFFLOAD_ABOVE", "JudgeStage"]
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import get_args
 
-from ..pipeline.errors import ConfigurationError
-from ..pipeline.events import (
+from ..core.errors import ConfigurationError
+from ..core.events import (
     Event,
     Finish,
     StopCondition,
@@ -31,7 +31,7 @@ from ..pipeline.events import (
     ToolCallRepaired,
     TurnStopped,
 )
-from ..pipeline.stage import EventStep, SyncStage
+from ..core.stage import EventStep, SyncStage
 
 __all__ = [
     "RepairLoopGuard",

@@ -8,8 +8,8 @@ import anyio
 import pytest
 
 from toolwire import JudgeStage, event_stage
-from toolwire.pipeline.events import Event, TextDelta
-from toolwire.pipeline.stage import EventStep, SyncStage
+from toolwire.core.events import Event, TextDelta
+from toolwire.core.stage import EventStep, SyncStage
 from toolwire.stages.policy import RepairLoopGuard, StopPolicyStage
 from toolwire.testing import Probe, check_stage, sample_events
 

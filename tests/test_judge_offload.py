@@ -8,7 +8,7 @@ import pytest
 from _toolwire_testdata import chat_chunk, sse_body
 
 import toolwire
-from toolwire.pipeline.events import ToolCallComplete
+from toolwire.core.events import ToolCallComplete
 from toolwire.stages.judge import DEFAULT_OFFLOAD_ABOVE, JudgeStage
 
 pytestmark = pytest.mark.anyio

@@ -16,22 +16,22 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: What each top-level part of the package may import (besides itself).
 ALLOWED: dict[str, frozenset[str]] = {
-    "pipeline": frozenset(),
-    "judge": frozenset({"pipeline"}),
-    "adapters": frozenset({"pipeline"}),
-    "stages": frozenset({"judge", "pipeline"}),
+    "core": frozenset(),
+    "judge": frozenset({"core"}),
+    "adapters": frozenset({"core"}),
+    "stages": frozenset({"judge", "core"}),
     # The loop helpers write history in each provider's format, which lives with its adapter.
-    "loop": frozenset({"adapters", "pipeline"}),
+    "loop": frozenset({"adapters", "core"}),
     # The kits judge what an adapter produces, as a pipeline would.
-    "testing": frozenset({"stages", "judge", "pipeline"}),
+    "testing": frozenset({"stages", "judge", "core"}),
     "recordings": frozenset(),
-    "api": frozenset({"loop", "stages", "adapters", "judge", "pipeline"}),
+    "api": frozenset({"loop", "stages", "adapters", "judge", "core"}),
     # Self-healing (the proxy and the httpx transport) is built on the public entry points.
-    "heal": frozenset({"api", "loop", "stages", "adapters", "judge", "pipeline"}),
+    "heal": frozenset({"api", "loop", "stages", "adapters", "judge", "core"}),
     # The proxy is a shell around the healing transport.
-    "serve": frozenset({"heal", "api", "loop", "stages", "adapters", "judge", "pipeline"}),
+    "serve": frozenset({"heal", "api", "loop", "stages", "adapters", "judge", "core"}),
     "cli": frozenset(
-        {"serve", "heal", "api", "loop", "stages", "adapters", "judge", "pipeline", "recordings"}
+        {"serve", "heal", "api", "loop", "stages", "adapters", "judge", "core", "recordings"}
     ),
 }
 #: The package's own ``__init__`` re-exports the public API from every layer but the CLI.
@@ -49,7 +49,7 @@ def _package_modules() -> list[Path]:
 
 
 def _part_of(module_path: tuple[str, ...]) -> str:
-    """The top-level part (``pipeline``, ``api``...) of a module path inside the package."""
+    """The top-level part (``core``, ``api``...) of a module path inside the package."""
     return module_path[0] if module_path else "__init__"
 
 
@@ -111,5 +111,5 @@ def test_the_checker_sees_upward_imports() -> None:
         "def late():\n    from .. import stages\n"
         "from . import events\n"
     )
-    found = _imported_parts(Path("pipeline/probe"), source)
-    assert found == {"api", "loop", "cli", "stages", "pipeline"}
+    found = _imported_parts(Path("core/probe"), source)
+    assert found == {"api", "loop", "cli", "stages", "core"}

@@ -18,7 +18,7 @@ def test_adapter_passes_the_kit(recording: str, name: str) -> None:
 
 def test_the_kit_catches_an_adapter_that_runs_a_cut_call() -> None:
     from toolwire.adapters.openai_chat import OpenAIChatMapper
-    from toolwire.pipeline.mapper import MapperSettings
+    from toolwire.core.mapper import MapperSettings
 
     class Trusting(OpenAIChatMapper):
         """Forgets that a stream with no finish was cut: the open call looks complete."""

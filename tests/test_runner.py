@@ -12,8 +12,8 @@ import pytest
 from _toolwire_testdata import chat_chunk, load_stream, sse_body
 
 import toolwire
-from toolwire.pipeline.events import Event, Finish, StreamEnd, TextDelta, encode_event
-from toolwire.pipeline.stage import EventStep, SyncStage, event_stage
+from toolwire.core.events import Event, Finish, StreamEnd, TextDelta, encode_event
+from toolwire.core.stage import EventStep, SyncStage, event_stage
 
 pytestmark = pytest.mark.anyio
 

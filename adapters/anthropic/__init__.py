@@ -1,6 +1,6 @@
 """Anthropic Messages (``POST /v1/messages``, ``stream: true``): mapper, history, requests."""
 
-from ...pipeline.mapper import MapperSettings, ProviderMapper
+from ...core.mapper import MapperSettings, ProviderMapper
 from ..provider import Provider
 from .blocks import recorded_content as recorded_content
 from .history import AnthropicHistory as AnthropicHistory

@@ -20,8 +20,8 @@ from typing import Any
 
 import msgspec
 
-from ...pipeline.accumulate import OpenCall
-from ...pipeline.turn import Turn
+from ...core.accumulate import OpenCall
+from ...core.turn import Turn
 
 __all__ = ["ContentBlock", "ContentRecord", "recorded_content"]
 

@@ -4,7 +4,7 @@ Blocks are addressed by the API's block index; each kind is read its own way:
 
 - ``text`` -> ``TextDelta`` (``citations_delta`` kept for replay);
 - ``thinking`` -> ``ReasoningDelta``; its ``signature_delta`` kept byte for byte for replay;
-- ``tool_use`` -> a toolwire call (:class:`~toolwire.pipeline.accumulate.CallAccumulator`
+- ``tool_use`` -> a toolwire call (:class:`~toolwire.core.accumulate.CallAccumulator`
   ``start`` / ``append_to`` / ``close``), its ``input_json_delta`` pieces appended raw;
 - ``server_tool_use`` / ``mcp_tool_use`` -> kept for replay, never a toolwire call;
 - anything else (``redacted_thinking``, ``*_tool_result``, blocks added later) -> kept opaque.
@@ -20,9 +20,9 @@ from typing import Any
 
 import msgspec
 
-from ...pipeline.events import Event, ProviderError, ReasoningDelta, TextDelta
-from ...pipeline.jsonscan import unterminated
-from ...pipeline.stream_state import StreamState
+from ...core.events import Event, ProviderError, ReasoningDelta, TextDelta
+from ...core.jsonscan import unterminated
+from ...core.stream_state import StreamState
 from .blocks import SERVER_TOOL_USES, TOOL_USE, ContentBlock, ContentRecord
 from .wire import BlockStart, StreamEvent, quote_raw
 

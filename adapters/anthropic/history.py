@@ -26,8 +26,8 @@ from typing import Any
 
 import msgspec
 
-from ...pipeline.results import ToolResult
-from ...pipeline.turn import CallRecord, Turn
+from ...core.results import ToolResult
+from ...core.turn import CallRecord, Turn
 from ..history import HistoryProblem, replay_arguments
 from .blocks import TOOL_USE, recorded_content
 

@@ -39,9 +39,9 @@ from typing import Any
 
 import msgspec
 
-from ...pipeline.events import Event, ProviderContent, ProviderError, ResponseInfo, TextDelta, Usage
-from ...pipeline.mapper import MapperSettings, cap_text
-from ...pipeline.stream_state import StreamState
+from ...core.events import Event, ProviderContent, ProviderError, ResponseInfo, TextDelta, Usage
+from ...core.mapper import MapperSettings, cap_text
+from ...core.stream_state import StreamState
 from ..frame_errors import not_json_error, overflow_error
 from ..sse import FrameOverflow, SSEMessage
 from .blocks import ContentRecord

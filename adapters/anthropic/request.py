@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...pipeline.errors import ConfigurationError
-from ...pipeline.request import RequestFacts, limit_from, stop_sequences_from
+from ...core.errors import ConfigurationError
+from ...core.request import RequestFacts, limit_from, stop_sequences_from
 
 __all__ = ["read_anthropic_request"]
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import msgspec
 
-from ...pipeline.events import ProviderError, StopReason
-from ...pipeline.mapper import cap_text
+from ...core.events import ProviderError, StopReason
+from ...core.mapper import cap_text
 
 __all__ = [
     "LENGTH_STOP_REASONS",

@@ -1,6 +1,6 @@
 """Google Gemini and Vertex AI ``streamGenerateContent?alt=sse``: mapper, history, requests."""
 
-from ...pipeline.mapper import MapperSettings, ProviderMapper
+from ...core.mapper import MapperSettings, ProviderMapper
 from ..provider import Provider
 from .finish import block_reason_from_gemini as block_reason_from_gemini
 from .finish import finish_reason_from_gemini as finish_reason_from_gemini

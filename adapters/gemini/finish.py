@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import secrets
 
-from ...pipeline.events import StopReason, ToolCallComplete, ToolCallRejected
-from ...pipeline.mapper import cap_text
-from ...pipeline.verdict import Verdict
+from ...core.events import StopReason, ToolCallComplete, ToolCallRejected
+from ...core.mapper import cap_text
+from ...core.verdict import Verdict
 
 __all__ = [
     "MALFORMED",

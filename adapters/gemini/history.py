@@ -28,8 +28,8 @@ from typing import Any
 
 import msgspec
 
-from ...pipeline.results import ToolResult
-from ...pipeline.turn import CallRecord, Turn
+from ...core.results import ToolResult
+from ...core.turn import CallRecord, Turn
 from ..history import HistoryProblem, ProblemKind, replay_arguments
 from .replay import ReplayPart, recall
 

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import msgspec
 
-from ...pipeline.accumulate import OpenCall
-from ...pipeline.events import (
+from ...core.accumulate import OpenCall
+from ...core.events import (
     Event,
     ProviderContent,
     ProviderError,
@@ -44,8 +44,8 @@ from ...pipeline.events import (
     TextDelta,
     Usage,
 )
-from ...pipeline.mapper import MapperSettings, cap_text
-from ...pipeline.stream_state import StreamState
+from ...core.mapper import MapperSettings, cap_text
+from ...core.stream_state import StreamState
 from ..frame_errors import not_json_error, overflow_error, unknown_shape_error
 from ..sse import FrameOverflow, SSEDecoder, SSEMessage
 from .finish import (

@@ -25,7 +25,7 @@ from typing import Literal
 
 import msgspec
 
-from ...pipeline.turn import Turn
+from ...core.turn import Turn
 
 __all__ = ["ReplayLog", "ReplayPart", "recall"]
 

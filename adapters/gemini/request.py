@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...pipeline.errors import ConfigurationError
-from ...pipeline.request import RequestFacts, limit_from, stop_sequences_from
+from ...core.errors import ConfigurationError
+from ...core.request import RequestFacts, limit_from, stop_sequences_from
 
 __all__ = ["function_declarations", "json_schema_from_gemini", "read_gemini_request"]
 

@@ -4,7 +4,7 @@ Ollama's OpenAI-compatible ``/v1`` endpoint is read by :mod:`toolwire.adapters.o
 (provider name ``ollama-openai``); this package reads the native API (provider name ``ollama``).
 """
 
-from ...pipeline.mapper import MapperSettings, ProviderMapper
+from ...core.mapper import MapperSettings, ProviderMapper
 from ..provider import Provider
 from .history import OllamaHistory as OllamaHistory
 from .mapper import OllamaMapper as OllamaMapper

@@ -24,13 +24,13 @@ from typing import Any
 
 import msgspec
 
-from ...pipeline.results import ToolResult
-from ...pipeline.turn import CallRecord, Turn
+from ...core.results import ToolResult
+from ...core.turn import CallRecord, Turn
 from ..history import HistoryProblem, replay_arguments
 
 __all__ = ["OllamaHistory"]
 
-#: The shape of an id toolwire made up (``pipeline/accumulate.py``: ``toolwire-<16 hex>-<n>``).
+#: The shape of an id toolwire made up (``core/accumulate.py``: ``toolwire-<16 hex>-<n>``).
 #: A ``ToolResult`` does not say whether its call's id was synthesized, so this tells.
 _SYNTHESIZED_ID = re.compile(r"toolwire-[0-9a-f]{16}-[0-9]+")
 

@@ -18,7 +18,7 @@ read from Ollama's source (``server/routes.go``, ``model/parsers/``):
 - the calls stay open until the ``done`` line: Ollama's own parsers flush a call they are
   still reading when generation stops (gemma4 "flush any accumulated tool call content even
   without closing tag", glm46 ``finalizeToolCall`` on ``done``), so with ``length`` the call
-  generated last may be short, and the finish decision (:mod:`toolwire.pipeline.finish`) cuts it;
+  generated last may be short, and the finish decision (:mod:`toolwire.core.finish`) cuts it;
 - a line ``{"error": "..."}`` is how Ollama reports a failure after the stream began
   (``streamResponse``): a fatal error;
 - a body that is no NDJSON stream at all (an HTML 502 page from a proxy) is said to be so; lines
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ...pipeline.events import (
+from ...core.events import (
     Event,
     ProviderError,
     ReasoningDelta,
@@ -44,8 +44,8 @@ from ...pipeline.events import (
     TextDelta,
     Usage,
 )
-from ...pipeline.mapper import MapperSettings, cap_text
-from ...pipeline.stream_state import StreamState
+from ...core.mapper import MapperSettings, cap_text
+from ...core.stream_state import StreamState
 from ..frame_errors import overflow_error
 from ..ndjson import DEFAULT_MAX_LINE_BYTES, FrameOverflow, NDJSONDecoder
 from .wire import (

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...pipeline.errors import ConfigurationError
-from ...pipeline.request import RequestFacts, stop_sequences_from
+from ...core.errors import ConfigurationError
+from ...core.request import RequestFacts, stop_sequences_from
 
 __all__ = ["read_ollama_request"]
 

@@ -1,6 +1,6 @@
 """OpenAI Chat Completions, and every server that speaks it: mapper, history, requests, profiles."""
 
-from ...pipeline.mapper import MapperSettings, ProviderMapper
+from ...core.mapper import MapperSettings, ProviderMapper
 from ..provider import Provider
 from .history import OpenAIChatHistory as OpenAIChatHistory
 from .mapper import OpenAIChatMapper as OpenAIChatMapper

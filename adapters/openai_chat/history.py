@@ -7,8 +7,8 @@ from typing import Any
 
 import msgspec
 
-from ...pipeline.results import ToolResult
-from ...pipeline.turn import Turn
+from ...core.results import ToolResult
+from ...core.turn import Turn
 from ..history import HistoryProblem, replay_arguments
 from .profiles import ToolResultRole
 

@@ -2,7 +2,7 @@
 
 One mapper serves OpenAI, Azure, llama-server / llama-cpp-python, vLLM, Ollama's ``/v1``,
 LM Studio, OpenRouter, Mistral, xAI and DashScope. Their differences are handled in
-:mod:`toolwire.pipeline.accumulate` (ids and indices) and here:
+:mod:`toolwire.core.accumulate` (ids and indices) and here:
 
 - chunks are decoded straight into typed msgspec Structs (fields the servers add, such as
   ``obfuscation``, ``provider``, ``native_finish_reason``, are skipped by the decoder);
@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from ...pipeline.events import (
+from ...core.events import (
     Event,
     ProviderError,
     ReasoningDelta,
@@ -32,8 +32,8 @@ from ...pipeline.events import (
     TextDelta,
     Usage,
 )
-from ...pipeline.mapper import MapperSettings, cap_text
-from ...pipeline.stream_state import StreamState
+from ...core.mapper import MapperSettings, cap_text
+from ...core.stream_state import StreamState
 from ..frame_errors import not_json_error, overflow_error, unknown_shape_error
 from ..sse import FrameOverflow, SSEDecoder, SSEMessage
 from .profiles import CHAT_PROFILES, ServerProfile

@@ -1,6 +1,6 @@
 """OpenAI Responses (``POST /v1/responses``, ``stream: true``): mapper, history, requests."""
 
-from ...pipeline.mapper import MapperSettings, ProviderMapper
+from ...core.mapper import MapperSettings, ProviderMapper
 from ..provider import Provider
 from .history import OpenAIResponsesHistory as OpenAIResponsesHistory
 from .items import ResponsesOutputItem as ResponsesOutputItem

@@ -25,10 +25,10 @@ from a real stream:
 
 from __future__ import annotations
 
-from ...pipeline.accumulate import OpenCall
-from ...pipeline.events import Event, ProviderError
-from ...pipeline.mapper import cap_text
-from ...pipeline.stream_state import StreamState
+from ...core.accumulate import OpenCall
+from ...core.events import Event, ProviderError
+from ...core.mapper import cap_text
+from ...core.stream_state import StreamState
 from .wire import Item
 
 __all__ = ["FunctionCalls"]

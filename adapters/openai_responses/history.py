@@ -28,9 +28,9 @@ from typing import Any
 
 import msgspec
 
-from ...pipeline.errors import HistoryError
-from ...pipeline.results import ToolResult
-from ...pipeline.turn import CallRecord, Turn
+from ...core.errors import HistoryError
+from ...core.results import ToolResult
+from ...core.turn import CallRecord, Turn
 from ..history import HistoryProblem, replay_arguments
 from .items import CLIENT_CALL_ITEM, ResponsesOutputItem
 

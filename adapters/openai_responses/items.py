@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ...pipeline.events import Event
+from ...core.events import Event
 
 __all__ = ["CLIENT_CALL_ITEM", "ResponsesOutputItem", "output_items"]
 

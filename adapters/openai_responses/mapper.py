@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from ...pipeline.events import (
+from ...core.events import (
     Event,
     ProviderContent,
     ProviderError,
@@ -40,8 +40,8 @@ from ...pipeline.events import (
     ToolCallArgumentsDelta,
     Usage,
 )
-from ...pipeline.mapper import MapperSettings, cap_text
-from ...pipeline.stream_state import StreamState
+from ...core.mapper import MapperSettings, cap_text
+from ...core.stream_state import StreamState
 from ..frame_errors import overflow_error
 from ..sse import FrameOverflow, SSEMessage
 from .calls import FunctionCalls

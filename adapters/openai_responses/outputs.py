@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import msgspec
 
-from ...pipeline.events import Event, ProviderError
-from ...pipeline.mapper import cap_text
-from ...pipeline.stream_state import StreamState
+from ...core.events import Event, ProviderError
+from ...core.mapper import cap_text
+from ...core.stream_state import StreamState
 from .calls import FunctionCalls
 from .items import CLIENT_CALL_ITEM, ResponsesOutputItem
 from .texts import PART_EVENTS, TextParts

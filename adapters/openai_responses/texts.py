@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...pipeline.events import Event, ProviderError, ReasoningDelta, TextDelta
-from ...pipeline.mapper import cap_text
-from ...pipeline.stream_state import StreamState
+from ...core.events import Event, ProviderError, ReasoningDelta, TextDelta
+from ...core.mapper import cap_text
+from ...core.stream_state import StreamState
 
 __all__ = ["PART_EVENTS", "PartKey", "TextParts"]
 

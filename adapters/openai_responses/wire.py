@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from ...pipeline.events import StopReason
+from ...core.events import StopReason
 
 __all__ = [
     "Envelope",

@@ -25,9 +25,9 @@ from typing import Any
 import msgspec
 
 from ...api import Pipeline
+from ...core.results import ToolResult
+from ...core.turn import CallRecord, Turn
 from ...loop import answer_every_call, dispatch, run_stop_reason
-from ...pipeline.results import ToolResult
-from ...pipeline.turn import CallRecord, Turn
 from ...stages.policy import RepairLoopGuard
 from .plain import PlainCall, plain_loop
 from .sandbox import TOOLS, Sandbox

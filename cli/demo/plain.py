@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ...pipeline.turn import CallRecord
+from ...core.turn import CallRecord
 
 __all__ = ["PlainAction", "PlainCall", "plain_loop"]
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from ...pipeline.version import __version__
+from ...core.version import __version__
 from .agent import CallOutcome, RunOutcome
 
 __all__ = ["build_report", "summarize"]

@@ -19,8 +19,8 @@ from typing import Generic, TypeVar
 
 from opentelemetry import metrics
 
-from ...pipeline.events import TruncationEvidence
-from ...pipeline.verdict import Verdict
+from ...core.events import TruncationEvidence
+from ...core.verdict import Verdict
 
 InstrumentsT = TypeVar("InstrumentsT")
 

@@ -30,8 +30,8 @@ from typing import Any
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from ...pipeline.errors import ConfigurationError
-from ...pipeline.events import (
+from ...core.errors import ConfigurationError
+from ...core.events import (
     Event,
     Finish,
     ProviderError,
@@ -48,7 +48,7 @@ from ...pipeline.events import (
     TruncationEvidence,
     Usage,
 )
-from ...pipeline.version import __version__
+from ...core.version import __version__
 from .metrics import Instruments, instruments_for
 
 __all__ = [

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
 
-from ...pipeline.events import Event
-from ...pipeline.stage import aclose_quietly
+from ...core.events import Event
+from ...core.stage import aclose_quietly
 from .observer import NullObserver, TurnObserver
 
 __all__ = ["ObserverScope", "observed_batches", "observed_events"]

@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 from opentelemetry import metrics, trace
 
-from ...pipeline.events import Event
+from ...core.events import Event
 from .observer import Redactor, Telemetry, observe_turn
 from .observing import observed_events
 

@@ -20,12 +20,12 @@ from _toolwire_testdata import load_stream
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from toolwire.pipeline.events import Event, ToolCallComplete, encode_event
-from toolwire.pipeline.mapper import ProviderMapper
-from toolwire.pipeline.turn import Turn, TurnBuilder
+from toolwire.core.events import Event, ToolCallComplete, encode_event
+from toolwire.core.mapper import ProviderMapper
+from toolwire.core.turn import Turn, TurnBuilder
 from toolwire.stages.judge import JudgeStage
 
-#: The random part of a synthesized id (``pipeline/accumulate.py``: ``toolwire-<16 hex>-<n>``).
+#: The random part of a synthesized id (``core/accumulate.py``: ``toolwire-<16 hex>-<n>``).
 _SYNTHESIZED = re.compile(rb"toolwire-[0-9a-f]{16}-")
 _JUDGE = JudgeStage()
 

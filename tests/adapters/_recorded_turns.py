@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from toolwire.pipeline.events import (
+from toolwire.core.events import (
     Event,
     Finish,
     StreamEnd,
@@ -20,7 +20,7 @@ from toolwire.pipeline.events import (
     ToolCallStarted,
     Usage,
 )
-from toolwire.pipeline.turn import Turn
+from toolwire.core.turn import Turn
 
 CallRow = tuple[str, str, int, str, bool]
 

@@ -9,7 +9,7 @@ from _toolwire_testdata import chat_chunk, load_vectors, sse_body
 
 import toolwire
 from toolwire.adapters.openai_chat import OpenAIChatMapper
-from toolwire.pipeline.events import (
+from toolwire.core.events import (
     Event,
     Finish,
     ProviderError,

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from toolwire.adapters.anthropic import AnthropicMapper
 from toolwire.adapters.anthropic.framing import EventFramer, event_name
 from toolwire.adapters.sse import FrameOverflow, SSEDecoder, SSEMessage
-from toolwire.pipeline.events import Event, encode_event
+from toolwire.core.events import Event, encode_event
 
 RECORDINGS = sorted(
     f"anthropic/{path.name}" for path in (STREAMS / "anthropic").iterdir() if path.suffix == ".sse"

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 
 import toolwire
 from toolwire.adapters.anthropic import PROVIDERS, recorded_content
-from toolwire.pipeline.turn import Turn
+from toolwire.core.turn import Turn
 from toolwire.testing import check_mapper
 
 pytestmark = pytest.mark.anyio

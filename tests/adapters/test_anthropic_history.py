@@ -11,7 +11,7 @@ from _toolwire_testdata import json_chunks, load_stream
 
 import toolwire
 from toolwire import ToolResult
-from toolwire.pipeline.turn import CallRecord, Turn
+from toolwire.core.turn import CallRecord, Turn
 
 pytestmark = pytest.mark.anyio
 

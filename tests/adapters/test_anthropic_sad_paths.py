@@ -20,9 +20,9 @@ from toolwire.adapters.anthropic import (
     read_anthropic_request,
     recorded_content,
 )
-from toolwire.pipeline.errors import ConfigurationError
-from toolwire.pipeline.events import Event, ProviderError, ToolCallComplete
-from toolwire.pipeline.turn import CallRecord
+from toolwire.core.errors import ConfigurationError
+from toolwire.core.events import Event, ProviderError, ToolCallComplete
+from toolwire.core.turn import CallRecord
 
 pytestmark = pytest.mark.anyio
 

@@ -9,9 +9,9 @@ import pytest
 from _toolwire_testdata import aiter_items, chat_chunk, sse_body
 
 import toolwire
-from toolwire.pipeline.errors import ConfigurationError, SourceTypeError, ToolwireError
-from toolwire.pipeline.events import Finish, ProviderError, StreamEnd
-from toolwire.pipeline.mapper import RAW_CAP
+from toolwire.core.errors import ConfigurationError, SourceTypeError, ToolwireError
+from toolwire.core.events import Finish, ProviderError, StreamEnd
+from toolwire.core.mapper import RAW_CAP
 
 pytestmark = pytest.mark.anyio
 

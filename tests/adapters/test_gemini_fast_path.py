@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from toolwire.adapters.gemini import GeminiMapper
 from toolwire.adapters.gemini import mapper as gemini_mapper
-from toolwire.pipeline.events import Event, encode_event
+from toolwire.core.events import Event, encode_event
 
 RECORDINGS = sorted(f"gemini/{path.name}" for path in (STREAMS / "gemini").iterdir())
 _SYNTHESIZED = re.compile(rb"toolwire-[0-9a-f]{16}-")

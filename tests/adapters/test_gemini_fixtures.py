@@ -24,8 +24,8 @@ from google.genai import types
 
 import toolwire
 from toolwire.adapters.gemini import PROVIDERS
-from toolwire.pipeline.events import ToolCallArgumentsDelta, ToolCallRejected, ToolCallStarted
-from toolwire.pipeline.turn import Turn
+from toolwire.core.events import ToolCallArgumentsDelta, ToolCallRejected, ToolCallStarted
+from toolwire.core.turn import Turn
 from toolwire.testing import check_mapper
 
 pytestmark = pytest.mark.anyio

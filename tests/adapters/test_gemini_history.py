@@ -13,10 +13,10 @@ import toolwire
 from toolwire import ToolResult
 from toolwire.adapters.gemini import read_gemini_request, replay
 from toolwire.adapters.gemini.history import MALFORMED_CALL_NAME, SIGNATURE_SENTINEL
+from toolwire.core.errors import ConfigurationError
+from toolwire.core.turn import CallRecord, Turn
 from toolwire.judge import Toolset
 from toolwire.loop import answer_every_call, check_history, dispatch, next_messages
-from toolwire.pipeline.errors import ConfigurationError
-from toolwire.pipeline.turn import CallRecord, Turn
 
 pytestmark = pytest.mark.anyio
 

@@ -18,8 +18,8 @@ from toolwire.adapters.gemini import (
     block_reason_from_gemini,
     finish_reason_from_gemini,
 )
+from toolwire.core.events import Finish, ProviderError, StreamEnd
 from toolwire.judge import Policy
-from toolwire.pipeline.events import Finish, ProviderError, StreamEnd
 
 pytestmark = pytest.mark.anyio
 

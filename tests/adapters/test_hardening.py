@@ -18,16 +18,16 @@ from _toolwire_testdata import chat_chunk, sse_body
 
 import toolwire
 from toolwire import ToolResult
-from toolwire.judge import Policy
-from toolwire.pipeline.accumulate import CallAccumulator
-from toolwire.pipeline.error_budget import MAX_ERRORS
-from toolwire.pipeline.events import (
+from toolwire.core.accumulate import CallAccumulator
+from toolwire.core.error_budget import MAX_ERRORS
+from toolwire.core.events import (
     Event,
     Finish,
     StreamEnd,
     ToolCallArgumentsDelta,
     ToolCallStarted,
 )
+from toolwire.judge import Policy
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,7 @@ import anyio
 import toolwire
 from toolwire.adapters.openai_chat.history import user_result_text
 from toolwire.adapters.openai_chat.profiles import CHAT_PROFILES
-from toolwire.pipeline.results import ToolResult
+from toolwire.core.results import ToolResult
 
 ASSISTANT: dict[str, Any] = {
     "role": "assistant",

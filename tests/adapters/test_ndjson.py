@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from toolwire.adapters.ndjson import DEFAULT_MAX_LINE_BYTES, FrameOverflow, NDJSONDecoder
 from toolwire.adapters.sse import QUOTE_BYTES
-from toolwire.pipeline.errors import ConfigurationError
+from toolwire.core.errors import ConfigurationError
 
 Item = bytes | FrameOverflow
 

@@ -25,7 +25,7 @@ from test_ollama_fixtures import BODIES, done, line, ndjson, tool_call
 from toolwire.adapters.ndjson import NDJSONDecoder
 from toolwire.adapters.ollama import OllamaMapper
 from toolwire.adapters.ollama.wire import decode_any_lines, decode_line, wrap_lines
-from toolwire.pipeline.events import Event, encode_event
+from toolwire.core.events import Event, encode_event
 
 _SYNTHESIZED = re.compile(rb"toolwire-[0-9a-f]{16}-")
 

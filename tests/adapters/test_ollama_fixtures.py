@@ -22,8 +22,8 @@ from ollama import ChatResponse
 
 import toolwire
 from toolwire.adapters.ollama import PROVIDERS, finish_reason_from_ollama
-from toolwire.pipeline import accumulate
-from toolwire.pipeline.turn import Turn
+from toolwire.core import accumulate
+from toolwire.core.turn import Turn
 from toolwire.testing import check_mapper
 
 pytestmark = pytest.mark.anyio

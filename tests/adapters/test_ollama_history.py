@@ -11,10 +11,10 @@ from test_ollama_fixtures import DERIVED, DOCS, done, line, ndjson, tool_call
 
 import toolwire
 from toolwire.adapters.ollama import OllamaHistory
+from toolwire.core.errors import HistoryError
+from toolwire.core.turn import CallRecord, Turn
+from toolwire.core.verdict import Verdict
 from toolwire.loop import ToolResult, answer_every_call, check_history, next_messages
-from toolwire.pipeline.errors import HistoryError
-from toolwire.pipeline.turn import CallRecord, Turn
-from toolwire.pipeline.verdict import Verdict
 
 pytestmark = pytest.mark.anyio
 

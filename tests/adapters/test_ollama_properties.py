@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from test_ollama_fixtures import BODIES, done, line, ndjson, tool_call
 
 from toolwire.adapters.ollama import OllamaMapper
-from toolwire.pipeline.events import ToolCallComplete
+from toolwire.core.events import ToolCallComplete
 
 NAMES = sorted(BODIES)
 PROPERTY_SETTINGS = property_settings(max_examples=40)

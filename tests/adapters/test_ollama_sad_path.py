@@ -17,8 +17,8 @@ from test_ollama_fixtures import done, line, ndjson, tool_call
 import toolwire
 from toolwire.adapters.ollama import OllamaMapper, read_ollama_request
 from toolwire.adapters.registry import read_request
-from toolwire.pipeline.errors import ConfigurationError
-from toolwire.pipeline.events import Event, StreamEnd
+from toolwire.core.errors import ConfigurationError
+from toolwire.core.events import Event, StreamEnd
 
 pytestmark = pytest.mark.anyio
 

@@ -25,8 +25,8 @@ from _toolwire_testdata import (
 from openai.types.chat import ChatCompletionChunk
 
 import toolwire
-from toolwire.pipeline.events import ToolCallComplete, ToolCallStarted
-from toolwire.pipeline.turn import Turn
+from toolwire.core.events import ToolCallComplete, ToolCallStarted
+from toolwire.core.turn import Turn
 
 pytestmark = pytest.mark.anyio
 

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from toolwire.adapters.openai_responses import OpenAIResponsesMapper
 from toolwire.adapters.openai_responses.calls import FunctionCalls
 from toolwire.adapters.sse import DEFAULT_MAX_EVENT_BYTES
-from toolwire.pipeline.events import Event
-from toolwire.pipeline.mapper import MapperSettings
+from toolwire.core.events import Event
+from toolwire.core.mapper import MapperSettings
 
 FOLDER = "openai-responses"
 RECORDINGS = [

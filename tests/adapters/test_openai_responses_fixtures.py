@@ -22,7 +22,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 import toolwire
 from toolwire.adapters.openai_responses import PROVIDERS, ResponsesOutputItem, output_items
-from toolwire.pipeline.turn import Turn
+from toolwire.core.turn import Turn
 from toolwire.testing import check_mapper
 
 pytestmark = pytest.mark.anyio
@@ -421,6 +421,6 @@ def test_output_item_event_encodes_with_its_own_tag() -> None:
     item = ResponsesOutputItem(
         position=2, item_type="reasoning", item_id="rs_1", item='{"id":"rs_1"}'
     )
-    assert toolwire.pipeline.events.encode_event(item).startswith(
+    assert toolwire.core.events.encode_event(item).startswith(
         b'{"type":"openai_responses.output_item"'
     )

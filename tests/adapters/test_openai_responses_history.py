@@ -28,9 +28,9 @@ from toolwire.adapters.openai_responses import (
     read_responses_request,
 )
 from toolwire.adapters.registry import read_request
+from toolwire.core.errors import ConfigurationError, HistoryError
+from toolwire.core.turn import Turn, TurnBuilder
 from toolwire.loop import answer_every_call, check_history, next_messages
-from toolwire.pipeline.errors import ConfigurationError, HistoryError
-from toolwire.pipeline.turn import Turn, TurnBuilder
 
 pytestmark = pytest.mark.anyio
 

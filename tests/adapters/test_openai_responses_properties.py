@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolwire.adapters.openai_responses import OpenAIResponsesMapper
-from toolwire.pipeline.events import Event, ToolCallComplete, ToolCallRejected
+from toolwire.core.events import Event, ToolCallComplete, ToolCallRejected
 from toolwire.stages.judge import JudgeStage
 
 FOLDER = "openai-responses"

@@ -26,9 +26,9 @@ from test_openai_responses_builders import (
 
 import toolwire
 from toolwire.adapters.openai_responses import OpenAIResponsesMapper, output_items
-from toolwire.pipeline.events import Finish, ProviderError, StreamEnd, TextDelta, ToolCallComplete
-from toolwire.pipeline.mapper import MapperSettings
-from toolwire.pipeline.turn import Turn
+from toolwire.core.events import Finish, ProviderError, StreamEnd, TextDelta, ToolCallComplete
+from toolwire.core.mapper import MapperSettings
+from toolwire.core.turn import Turn
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ from toolwire.adapters.sse import (
     SSEDecoder,
     SSEMessage,
 )
-from toolwire.pipeline.errors import ConfigurationError
+from toolwire.core.errors import ConfigurationError
 
 Pair = tuple[bytes | None, bytes]
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from toolwire.cli.demo.plain import plain_loop
-from toolwire.pipeline.turn import CallRecord
-from toolwire.pipeline.verdict import Verdict
+from toolwire.core.turn import CallRecord
+from toolwire.core.verdict import Verdict
 
 
 def call(

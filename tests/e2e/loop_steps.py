@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from toolwire.core.turn import CallRecord, Turn
 from toolwire.loop import ToolResult, check_history, dispatch, next_messages
-from toolwire.pipeline.turn import CallRecord, Turn
 
 #: A ``write`` and a ``read`` tool in the Chat Completions shape (Ollama reads the same shape).
 WRITE_AND_READ_TOOLS: list[dict[str, Any]] = [

@@ -18,8 +18,8 @@ import openai
 import pytest
 
 import toolwire
+from toolwire.core.turn import Turn
 from toolwire.loop import check_history
-from toolwire.pipeline.turn import Turn
 
 from .loop_steps import WRITE_AND_READ_TOOLS, Chat, ToolSpy, step
 from .server import (

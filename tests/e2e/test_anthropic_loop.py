@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 import toolwire
-from toolwire.pipeline.turn import Turn
+from toolwire.core.turn import Turn
 
 from .anthropic_server import (
     CUT_MAKE_FILE,

@@ -22,8 +22,8 @@ from google import genai
 from google.genai import types
 
 import toolwire
+from toolwire.core.turn import Turn
 from toolwire.loop import check_history, dispatch, next_messages
-from toolwire.pipeline.turn import Turn
 
 from .gemini_server import (
     MODEL,

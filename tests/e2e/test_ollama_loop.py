@@ -18,8 +18,8 @@ import ollama
 import pytest
 
 import toolwire
+from toolwire.core.turn import Turn
 from toolwire.loop import check_history, dispatch
-from toolwire.pipeline.turn import Turn
 
 from .loop_steps import WRITE_AND_READ_TOOLS, ToolSpy, step
 from .ollama_server import (

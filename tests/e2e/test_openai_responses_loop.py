@@ -22,9 +22,9 @@ import pytest
 
 import toolwire
 from toolwire.adapters.openai_responses import OpenAIResponsesHistory, output_items
+from toolwire.core.events import Event
+from toolwire.core.turn import Turn, TurnBuilder
 from toolwire.loop import ToolResult, check_history, dispatch, next_messages
-from toolwire.pipeline.events import Event
-from toolwire.pipeline.turn import Turn, TurnBuilder
 
 from .loop_steps import ToolSpy
 from .openai_responses_server import ReplyBuilder, ScriptedResponsesServer, running_server

@@ -24,13 +24,7 @@ from hypothesis import strategies as st
 
 import toolwire
 from toolwire.adapters.anthropic import AnthropicHistory
-from toolwire.heal import HealSession
-from toolwire.heal.anthropic_encoder import AnthropicEventEncoder
-from toolwire.heal.anthropic_format import ANTHROPIC
-from toolwire.heal.encoder import WireItem
-from toolwire.heal.request import ACCEPTED_NOTE
-from toolwire.heal.session import AttemptEnd
-from toolwire.pipeline.events import (
+from toolwire.core.events import (
     Event,
     Finish,
     ProviderError,
@@ -40,7 +34,13 @@ from toolwire.pipeline.events import (
     ToolCallReady,
     Usage,
 )
-from toolwire.pipeline.turn import Turn
+from toolwire.core.turn import Turn
+from toolwire.heal import HealSession
+from toolwire.heal.anthropic_encoder import AnthropicEventEncoder
+from toolwire.heal.anthropic_format import ANTHROPIC
+from toolwire.heal.encoder import WireItem
+from toolwire.heal.request import ACCEPTED_NOTE
+from toolwire.heal.session import AttemptEnd
 
 pytestmark = pytest.mark.anyio
 

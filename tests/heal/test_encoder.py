@@ -19,9 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolwire
-from toolwire.heal import ChatChunkEncoder, encode_events, sse_frame
-from toolwire.heal.encoder import DONE, client_finish_reason
-from toolwire.pipeline.events import (
+from toolwire.core.events import (
     Event,
     Finish,
     ProviderError,
@@ -30,7 +28,9 @@ from toolwire.pipeline.events import (
     TextDelta,
     Usage,
 )
-from toolwire.pipeline.turn import Turn
+from toolwire.core.turn import Turn
+from toolwire.heal import ChatChunkEncoder, encode_events, sse_frame
+from toolwire.heal.encoder import DONE, client_finish_reason
 
 pytestmark = pytest.mark.anyio
 

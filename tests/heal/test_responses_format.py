@@ -23,13 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolwire
-from toolwire.heal import HealSession
-from toolwire.heal.encoder import WireItem
-from toolwire.heal.request import ACCEPTED_NOTE
-from toolwire.heal.responses_encoder import ReasoningPart, ResponsesEventEncoder
-from toolwire.heal.responses_format import RESPONSES, ResponsesWireFormat
-from toolwire.loop import rejected_result
-from toolwire.pipeline.events import (
+from toolwire.core.events import (
     Event,
     Finish,
     ProviderError,
@@ -39,6 +33,12 @@ from toolwire.pipeline.events import (
     Usage,
     Verdict,
 )
+from toolwire.heal import HealSession
+from toolwire.heal.encoder import WireItem
+from toolwire.heal.request import ACCEPTED_NOTE
+from toolwire.heal.responses_encoder import ReasoningPart, ResponsesEventEncoder
+from toolwire.heal.responses_format import RESPONSES, ResponsesWireFormat
+from toolwire.loop import rejected_result
 
 from .client import SDK_ON_TRIO_LEAK
 

@@ -23,9 +23,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 import toolwire
+from toolwire.core.errors import ConfigurationError
 from toolwire.heal import HealTelemetry
 from toolwire.heal import telemetry as heal_telemetry
-from toolwire.pipeline.errors import ConfigurationError
 
 from .client import GOOD_WRITE, SDK_ON_TRIO_LEAK, request
 from .upstream import HealUpstream, Reply, Stall, running_upstream, upstream_went_away

@@ -7,6 +7,7 @@ from typing import Any
 import pydantic
 import pytest
 
+from toolwire.core.errors import ConfigurationError
 from toolwire.judge import (
     STRICT_POLICY,
     SchemaChecker,
@@ -16,7 +17,6 @@ from toolwire.judge import (
     tool_schema_from,
 )
 from toolwire.judge._schema import checker_for, json_path
-from toolwire.pipeline.errors import ConfigurationError
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

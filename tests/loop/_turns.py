@@ -11,15 +11,15 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from toolwire.pipeline.events import (
+from toolwire.core.events import (
     Event,
     ToolCallComplete,
     ToolCallReady,
     ToolCallRejected,
 )
-from toolwire.pipeline.stage import EventStep, SyncStage
-from toolwire.pipeline.turn import CallRecord, Turn
-from toolwire.pipeline.verdict import RejectReason, RepairKind, Verdict
+from toolwire.core.stage import EventStep, SyncStage
+from toolwire.core.turn import CallRecord, Turn
+from toolwire.core.verdict import RejectReason, RepairKind, Verdict
 
 
 def ok(call_id: str, name: str, raw: str, index: int = 0) -> CallRecord:

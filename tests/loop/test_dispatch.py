@@ -10,6 +10,8 @@ import anyio.lowlevel
 import msgspec
 import pytest
 
+from toolwire.core.errors import ConfigurationError, HistoryError
+from toolwire.core.turn import CallRecord, Turn
 from toolwire.loop import (
     ToolResult,
     answer_every_call,
@@ -18,8 +20,6 @@ from toolwire.loop import (
     rejected_result,
     results_in_order,
 )
-from toolwire.pipeline.errors import ConfigurationError, HistoryError
-from toolwire.pipeline.turn import CallRecord, Turn
 
 from ._turns import ok, rejected, repaired, turn_of
 

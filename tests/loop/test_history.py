@@ -10,6 +10,8 @@ import pytest
 from toolwire.adapters.history import replay_arguments
 from toolwire.adapters.registry import history_format
 from toolwire.api import collect
+from toolwire.core.errors import ConfigurationError, HistoryError
+from toolwire.core.turn import CallRecord, Turn
 from toolwire.loop import (
     ToolResult,
     answer_every_call,
@@ -18,8 +20,6 @@ from toolwire.loop import (
     ensure_well_formed,
     next_messages,
 )
-from toolwire.pipeline.errors import ConfigurationError, HistoryError
-from toolwire.pipeline.turn import CallRecord, Turn
 
 from ._turns import ScriptedJudge, calls_body, ok, rejected, repaired, turn_of
 

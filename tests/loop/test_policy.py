@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from toolwire.api import collect, stream
+from toolwire.core.errors import ConfigurationError
+from toolwire.core.events import Finish, StreamEnd, TurnStopped
+from toolwire.core.turn import CallRecord, Turn
 from toolwire.loop import RunStop, dispatch, run_stop_reason
-from toolwire.pipeline.errors import ConfigurationError
-from toolwire.pipeline.events import Finish, StreamEnd, TurnStopped
-from toolwire.pipeline.turn import CallRecord, Turn
 from toolwire.stages.policy import RepairLoopGuard, normalize_stop_on
 
 from ._turns import ScriptedJudge, calls_body, chat_chunk, sse

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import toolwire
-from toolwire.pipeline.errors import ConfigurationError
+from toolwire.core.errors import ConfigurationError
 from toolwire.stages.judge_cache import JudgeStageCache
 
 WRITE = {

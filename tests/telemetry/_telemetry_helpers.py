@@ -9,15 +9,15 @@ import msgspec
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan
 
-from toolwire.pipeline.events import (
+from toolwire.core.events import (
     Event,
     ToolCallComplete,
     ToolCallReady,
     ToolCallRejected,
     ToolCallRepaired,
 )
-from toolwire.pipeline.stage import FunctionStage, event_stage
-from toolwire.pipeline.verdict import RejectReason, RepairKind, Verdict
+from toolwire.core.stage import FunctionStage, event_stage
+from toolwire.core.verdict import RejectReason, RepairKind, Verdict
 
 
 def points(reader: InMemoryMetricReader, name: str) -> list[Any]:

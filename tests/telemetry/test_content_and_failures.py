@@ -12,8 +12,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import toolwire
-from toolwire.pipeline.errors import ConfigurationError
-from toolwire.pipeline.events import Finish, StreamEnd
+from toolwire.core.errors import ConfigurationError
+from toolwire.core.events import Finish, StreamEnd
 from toolwire.stages.telemetry.observer import (
     CAPTURE_CONTENT_ENV,
     NullObserver,

@@ -9,7 +9,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from toolwire.pipeline.events import (
+from toolwire.core.events import (
     Finish,
     ResponseInfo,
     StreamEnd,

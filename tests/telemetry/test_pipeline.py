@@ -17,8 +17,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 import toolwire
-from toolwire.pipeline.events import Event, ToolCallRepaired
-from toolwire.pipeline.stage import event_stage
+from toolwire.core.events import Event, ToolCallRepaired
+from toolwire.core.stage import event_stage
 
 from ._telemetry_helpers import by_name, counts, hand_judge, rejected, repaired, tool_call_stream
 

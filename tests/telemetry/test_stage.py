@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import toolwire
-from toolwire.pipeline.events import Event
+from toolwire.core.events import Event
 from toolwire.stages.telemetry import TelemetryStage
 from toolwire.testing import check_stage
 

@@ -8,7 +8,7 @@ Order of composition (fixed and documented, like Starlette's middleware)::
 Consecutive synchronous stages are fused into the adapter's loop, so a pipeline with no async
 stage has exactly one async hop per *read*, not per event. Everything the runner opens it
 closes, on normal end, early exit and cancellation alike; reading and closing the source is
-:mod:`toolwire.pipeline.reading`.
+:mod:`toolwire.core.reading`.
 """
 
 from __future__ import annotations

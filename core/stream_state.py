@@ -4,7 +4,7 @@ An adapter translates its provider's words; what follows from them is decided he
 every provider: a piece of the stream that cannot be read costs every call that may have lost
 text its right to run; a fatal error ends the turn in ``error``; a body that was never an event
 stream, or was empty, is said to be so (never a "dropped connection"); the calls still open at
-the end are closed and the ``Finish`` decided (:mod:`toolwire.pipeline.finish`), exactly once.
+the end are closed and the ``Finish`` decided (:mod:`toolwire.core.finish`), exactly once.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ class CallRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     truncated: bool = False
     id_synthesized: bool = False
     #: The provider's id when toolwire gave this call another (a repeated id; see
-    #: :mod:`toolwire.pipeline.accumulate`). ``call_id`` is what history replays and answers.
+    #: :mod:`toolwire.core.accumulate`). ``call_id`` is what history replays and answers.
     provider_id: str | None = None
 
     @property

@@ -1,7 +1,7 @@
 """What the judge decided about one tool call's arguments.
 
 A ``Verdict`` is plain data so that it can travel inside events, be printed by ``toolwire check``
-and be compared in tests. It lives in ``pipeline`` (not ``judge``) because events carry it and
+and be compared in tests. It lives in ``core`` (not ``judge``) because events carry it and
 events must not depend on the judge's implementation.
 """
 

@@ -3,7 +3,7 @@
 An adapter is a sans-I/O *mapper*: it is fed what arrives (raw body bytes, or SDK chunk objects)
 and returns typed events; :meth:`ProviderMapper.finish` is called once when the source ends and
 returns the closing events (open calls, ``Finish``, ``StreamEnd``). The async shell in
-:mod:`toolwire.pipeline.runner` does the I/O. A mapper is created per stream by its factory from
+:mod:`toolwire.core.runner` does the I/O. A mapper is created per stream by its factory from
 :class:`MapperSettings`, so one configured adapter serves any number of concurrent streams.
 """
 
