@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -121,9 +120,9 @@ def _bound_names(statement: ast.stmt) -> list[str]:
 
 def public_names(module_name: str) -> set[str]:
     """The public names a module defines or re-exports, read from its source."""
-    spec = importlib.util.find_spec(module_name)
-    assert spec is not None and spec.origin is not None, module_name
-    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    source = _module(module_name).__file__
+    assert source is not None, module_name
+    tree = ast.parse(Path(source).read_text(encoding="utf-8"))
     return {
         name
         for statement in _top_level_statements(tree.body)
