@@ -44,8 +44,9 @@ from .loop import rejected_result as rejected_result
 from .stages.judge import JudgeStage as JudgeStage
 from .stages.telemetry import TelemetryStage as TelemetryStage
 
-# The healing write side's ports (HealEncoder, WireFormat, HealPlan) join this tier once they
-# live in core/ (issue 16, step 1): re-exported here like the mapper port, and named in __all__.
+# PLACE FOR THE HEALING PORTS: the write side's ports (HealEncoder, WireFormat, HealPlan) join
+# this tier once they live in core/ (issue 16, step 1), re-exported here like the mapper port,
+# named in __all__ and in LOWLEVEL in tests/test_exported_members.py.
 
 __all__ = [
     "EventStep",
