@@ -58,7 +58,8 @@ class PipelineOptions(TypedDict, total=False):
     - ``max_tokens``: the request's output limit, when known, so that usage at the limit counts
       as truncation evidence.
     - ``tools``: the tool definitions offered to the model (OpenAI or Anthropic style dicts, JSON
-      Schemas, pydantic models, or a :class:`toolwire.Toolset`), used to validate every call.
+      Schemas, pydantic models, or a :class:`toolwire.lowlevel.Toolset`), used to validate every
+      call.
     - ``policy``: the repairs allowed (``toolwire.DEFAULT_POLICY``, ``toolwire.STRICT_POLICY``).
     - ``judge``: ``False`` leaves calls unjudged (``ToolCallComplete``, never runnable).
     - ``truncated_calls``: whether a cut call whose text parses may run (:data:`TruncatedCalls`).
@@ -285,7 +286,7 @@ class Pipeline:
     def stream(self, source: Source, *, request: Any = None) -> AsyncGenerator[Event]:
         """Yield the typed events of one provider stream, every tool call judged.
 
-        ``source`` is what the provider sent (see :data:`toolwire.core.reading.Source`);
+        ``source`` is what the provider sent (see :data:`toolwire.lowlevel.Source`);
         ``request`` the body that was sent, when known. Close the generator early with
         ``contextlib.aclosing`` to release the source at once.
         """
@@ -358,7 +359,7 @@ def _checked_stages(stages: object) -> tuple[Stage | SyncStage, ...]:
         if not isinstance(stage, SyncStage) and not callable(stage):
             raise ConfigurationError(
                 f"{stage!r} is not a stage: a stage is a SyncStage or a callable "
-                "events -> events (see toolwire.Stage)"
+                "events -> events (see toolwire.lowlevel.Stage)"
             )
     return tuple(stages)
 

@@ -18,7 +18,7 @@ body, without an event loop: see its docstring.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 
 import anyio
 
@@ -35,7 +35,7 @@ from .core.events import (
     ToolCallStarted,
     encode_event,
 )
-from .core.mapper import MapperSettings, ProviderMapper
+from .core.mapper import MapperFactory, MapperSettings
 from .core.stage import Stage, SyncStage
 from .stages.judge import JudgeStage
 
@@ -171,10 +171,8 @@ async def check_stage(
 
 # -- the adapter (mapper) kit ------------------------------------------------------------------
 
-MapperOpener = Callable[[MapperSettings], ProviderMapper]
 
-
-def _run_mapper(open_mapper: MapperOpener, reads: Sequence[bytes]) -> list[Event]:
+def _run_mapper(open_mapper: MapperFactory, reads: Sequence[bytes]) -> list[Event]:
     mapper = open_mapper(MapperSettings())
     events: list[Event] = []
     for read in reads:
@@ -245,7 +243,7 @@ def _runnable_texts(events: Sequence[Event], judge: JudgeStage) -> dict[tuple[in
     return out
 
 
-def check_mapper(open_mapper: MapperOpener, body: bytes, *, cut_points: int = 300) -> None:
+def check_mapper(open_mapper: MapperFactory, body: bytes, *, cut_points: int = 300) -> None:
     """Check a provider adapter on one recorded ``body``; raise ``AssertionError`` on a breach.
 
     - ``shape``: one ``Finish`` then one ``StreamEnd``, last; every call started once, its

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator, Iterable
 import anyio
 import pytest
 
-from toolwire import JudgeStage, event_stage
 from toolwire.core.events import Event, TextDelta
 from toolwire.core.stage import EventStep, SyncStage
+from toolwire.lowlevel import JudgeStage, event_stage
 from toolwire.stages.policy import RepairLoopGuard, StopPolicyStage
 from toolwire.testing import Probe, check_stage, sample_events
 

@@ -8,6 +8,7 @@ import pytest
 from _toolwire_testdata import chat_chunk, sse_body
 
 import toolwire
+import toolwire.events
 from toolwire.core.events import ToolCallComplete
 from toolwire.stages.judge import DEFAULT_OFFLOAD_ABOVE, JudgeStage
 
@@ -31,7 +32,7 @@ class _RecordingJudge(JudgeStage):
         super().__init__(**kwargs)
         self.threads = threads
 
-    def judge(self, call: ToolCallComplete) -> toolwire.Event:
+    def judge(self, call: ToolCallComplete) -> toolwire.events.Event:
         self.threads.append(threading.current_thread().name)
         return super().judge(call)
 

@@ -10,6 +10,7 @@ from _toolwire_testdata import chat_chunk, sse_body
 from pydantic import BaseModel
 
 import toolwire
+import toolwire.lowlevel
 
 pytestmark = pytest.mark.anyio
 
@@ -103,7 +104,7 @@ async def test_a_valid_call_keeps_its_text_byte_for_byte() -> None:
     assert call.outcome == "ok"
     assert call.arguments_raw == raw
     assert (
-        toolwire.history_format("openai-chat").assistant_message(turn)["tool_calls"][0]["function"][
+        toolwire.lowlevel.history_format("openai-chat").assistant_message(turn)["tool_calls"][0]["function"][
             "arguments"
         ]
         == raw

@@ -26,6 +26,10 @@ ALLOWED: dict[str, frozenset[str]] = {
     "testing": frozenset({"stages", "judge", "core"}),
     "recordings": frozenset(),
     "api": frozenset({"loop", "stages", "adapters", "judge", "core"}),
+    # The other public tiers (``docs/design.md``) only re-export, like ``__init__``:
+    # the events from the core, the extension machinery from every layer that defines some.
+    "events": frozenset({"core"}),
+    "lowlevel": frozenset({"loop", "stages", "adapters", "judge", "core"}),
     # Self-healing (the proxy and the httpx transport) is built on the public entry points.
     "heal": frozenset({"api", "loop", "stages", "adapters", "judge", "core"}),
     # The proxy is a shell around the healing transport.

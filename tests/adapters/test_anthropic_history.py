@@ -16,6 +16,8 @@ from toolwire.core.turn import CallRecord, Turn
 pytestmark = pytest.mark.anyio
 
 USER = {"role": "user", "content": "Do it."}
+#: Writes and checks the history in Anthropic's form (``next_messages``, ``check_history``).
+ANTHROPIC = toolwire.Pipeline("anthropic")
 
 
 def sse(*events: dict[str, Any]) -> bytes:
@@ -84,7 +86,7 @@ async def test_valid_repaired_and_rejected_calls_replay_as_objects() -> None:
     turn = await toolwire.collect(body, "anthropic")
     assert [call.outcome for call in turn.calls] == ["ok", "repaired", "rejected"]
     results = await results_for(turn)
-    messages = toolwire.next_messages(turn, results, "anthropic")
+    messages = ANTHROPIC.next_messages(turn, results)
     assistant, user = messages
     assert assistant == {
         "role": "assistant",
@@ -118,13 +120,13 @@ async def test_valid_repaired_and_rejected_calls_replay_as_objects() -> None:
             },
         ],
     }
-    assert toolwire.check_history([USER, *messages], "anthropic") == []
+    assert ANTHROPIC.check_history([USER, *messages]) == []
 
 
 async def test_thinking_signature_and_server_blocks_replay_in_order() -> None:
     name = "anthropic/thinking_text_server_tool_use_text.sse"
     turn = await toolwire.collect(load_stream(name), "anthropic")
-    (assistant,) = toolwire.next_messages(turn, [], "anthropic")
+    (assistant,) = ANTHROPIC.next_messages(turn, [])
     chunks = json_chunks(load_stream(name))
     signature = next(
         c["delta"]["signature"]
@@ -143,13 +145,13 @@ async def test_thinking_signature_and_server_blocks_replay_in_order() -> None:
     assert content[0]["thinking"] == turn.reasoning
     assert content[1]["text"] + content[4]["text"] == turn.text
     assert content[2]["input"] == {"command": 'echo "65465-6544 * 65464-6+1.02255" | bc -l'}
-    assert toolwire.check_history([USER, assistant], "anthropic") == []
+    assert ANTHROPIC.check_history([USER, assistant]) == []
 
 
 async def test_thinking_comes_before_the_tool_use_it_explains() -> None:
     name = "anthropic/thinking_then_tool_use_no_args_padded.sse"
     turn = await toolwire.collect(load_stream(name), "anthropic")
-    messages = toolwire.next_messages(turn, await results_for(turn), "anthropic")
+    messages = ANTHROPIC.next_messages(turn, await results_for(turn))
     thinking, tool_use = messages[0]["content"]
     assert thinking["type"] == "thinking"
     assert thinking["signature"].startswith("EoQDCm0IDhgCKkCDzGs2")
@@ -161,13 +163,13 @@ async def test_thinking_comes_before_the_tool_use_it_explains() -> None:
         "input": {},
         "caller": {"type": "direct"},
     }
-    assert toolwire.check_history([USER, *messages], "anthropic") == []
+    assert ANTHROPIC.check_history([USER, *messages]) == []
 
 
 async def test_a_cut_call_is_replayed_with_an_empty_input_and_an_error_result() -> None:
     name = "anthropic/max_tokens_mid_tool_input_no_block_stop.sse"
     turn = await toolwire.collect(load_stream(name), "anthropic")
-    messages = toolwire.next_messages(turn, await results_for(turn), "anthropic")
+    messages = ANTHROPIC.next_messages(turn, await results_for(turn))
     assistant, user = messages
     assert assistant["content"][1] == {
         "type": "tool_use",
@@ -178,7 +180,7 @@ async def test_a_cut_call_is_replayed_with_an_empty_input_and_an_error_result() 
     (result,) = user["content"]
     assert result["is_error"] is True
     assert "cut off at the output-token limit" in result["content"]
-    assert toolwire.check_history([USER, *messages], "anthropic") == []
+    assert ANTHROPIC.check_history([USER, *messages]) == []
 
 
 async def test_without_the_recorded_stream_the_turn_alone_is_written() -> None:
@@ -188,7 +190,7 @@ async def test_without_the_recorded_stream_the_turn_alone_is_written() -> None:
     turn = await toolwire.collect(load_stream(name), "anthropic")
     assert turn.provider_content  # the stream's blocks travel with the Turn itself
     elsewhere = msgspec.structs.replace(turn, provider_content=())
-    (assistant, _) = toolwire.next_messages(elsewhere, await results_for(turn), "anthropic")
+    (assistant, _) = ANTHROPIC.next_messages(elsewhere, await results_for(turn))
     assert assistant["content"] == [
         {
             "type": "tool_use",
@@ -205,7 +207,7 @@ async def test_text_rewritten_by_a_stage_replaces_the_recorded_text() -> None:
     )
     turn = await toolwire.collect(body, "anthropic")
     redacted = msgspec.structs.replace(turn, text="secret: ****")
-    (assistant, _) = toolwire.next_messages(redacted, await results_for(turn), "anthropic")
+    (assistant, _) = ANTHROPIC.next_messages(redacted, await results_for(turn))
     assert assistant["content"][0] == {"type": "text", "text": "secret: ****"}
     assert [block["type"] for block in assistant["content"]] == ["text", "tool_use"]
 
@@ -216,17 +218,17 @@ async def test_a_repeated_id_is_written_as_an_id_the_api_accepts() -> None:
     )
     turn = await toolwire.collect(body, "anthropic")
     assert [call.call_id for call in turn.calls] == ["toolu_same", "toolu_same~2"]
-    messages = toolwire.next_messages(turn, await results_for(turn), "anthropic")
+    messages = ANTHROPIC.next_messages(turn, await results_for(turn))
     assistant, user = messages
     assert [block["id"] for block in assistant["content"]] == ["toolu_same", "toolu_same_2"]
     assert [block["tool_use_id"] for block in user["content"]] == ["toolu_same", "toolu_same_2"]
-    assert toolwire.check_history([USER, *messages], "anthropic") == []
+    assert ANTHROPIC.check_history([USER, *messages]) == []
 
 
 async def test_a_turn_without_calls_has_no_result_message() -> None:
     name = "anthropic/thinking_text_server_tool_use_text.sse"
     turn = await toolwire.collect(load_stream(name), "anthropic")
-    assert len(toolwire.next_messages(turn, [], "anthropic")) == 1
+    assert len(ANTHROPIC.next_messages(turn, [])) == 1
 
 
 # -- the check ---------------------------------------------------------------------------------
@@ -310,5 +312,5 @@ TEXT = {"type": "text", "text": "go on"}
     ],
 )
 def test_problems(messages: list[dict[str, Any]], expected: list[tuple[str, int, str]]) -> None:
-    found = toolwire.check_history(messages, "anthropic")
+    found = ANTHROPIC.check_history(messages)
     assert [(p.kind, p.index, p.call_id) for p in found] == expected

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 import toolwire
+import toolwire.events
 from toolwire.adapters.anthropic import (
     STOP_REASONS,
     AnthropicMapper,
@@ -249,10 +250,10 @@ async def test_an_error_event_whose_data_is_not_json_is_still_the_providers_erro
 
 
 def test_retryable_error_types() -> None:
-    invalid = toolwire.ProviderError(message="bad", code="invalid_request_error")
+    invalid = toolwire.events.ProviderError(message="bad", code="invalid_request_error")
     assert not is_retryable(invalid)
     for code in ("overloaded_error", "api_error", "rate_limit_error", "timeout_error"):
-        assert is_retryable(toolwire.ProviderError(message="x", code=code))
+        assert is_retryable(toolwire.events.ProviderError(message="x", code=code))
 
 
 # -- bodies that are no stream, HTTP errors ----------------------------------------------------

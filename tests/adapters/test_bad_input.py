@@ -9,6 +9,8 @@ import pytest
 from _toolwire_testdata import aiter_items, chat_chunk, sse_body
 
 import toolwire
+import toolwire.events
+import toolwire.lowlevel
 from toolwire.core.errors import ConfigurationError, SourceTypeError, ToolwireError
 from toolwire.core.events import Finish, ProviderError, StreamEnd
 from toolwire.core.mapper import RAW_CAP
@@ -250,12 +252,12 @@ async def test_a_source_that_fails_mid_read_keeps_the_turn() -> None:
 
 
 async def test_a_bug_in_a_stage_is_not_taken_for_a_dropped_connection() -> None:
-    def broken(event: toolwire.Event) -> Any:
+    def broken(event: toolwire.events.Event) -> Any:
         raise RuntimeError("stage bug")
 
     with pytest.raises(RuntimeError, match="stage bug"):
         await toolwire.collect(
-            sse_body([chat_chunk({"content": "a"})]), stages=[toolwire.event_stage(broken)]
+            sse_body([chat_chunk({"content": "a"})]), stages=[toolwire.lowlevel.event_stage(broken)]
         )
 
 

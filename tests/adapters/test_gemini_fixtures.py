@@ -306,7 +306,7 @@ async def test_sdk_objects_give_the_same_history(name: str) -> None:
             for c in turn.calls
         ]
         if turn.calls:
-            messages.append(toolwire.next_messages(turn, results, "gemini")[0])
+            messages.append(toolwire.Pipeline("gemini").next_messages(turn, results)[0])
     if messages:
         first, second = messages
         assert first == second

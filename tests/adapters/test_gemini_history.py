@@ -10,6 +10,7 @@ import pytest
 from _toolwire_testdata import json_chunks, load_stream
 
 import toolwire
+import toolwire.lowlevel
 from toolwire import ToolResult
 from toolwire.adapters.gemini import read_gemini_request, replay
 from toolwire.adapters.gemini.history import MALFORMED_CALL_NAME, SIGNATURE_SENTINEL
@@ -179,7 +180,7 @@ def test_a_turn_that_was_not_remembered_is_replayed_from_its_fields() -> None:
     call = CallRecord(call_id="toolwire-0123456789abcdef-0", name="f", index=0, arguments_raw="{}")
     for model_name, signed in (("gemini-3-pro-preview", True), ("gemini-2.5-flash", False)):
         turn = Turn(text="Calling f.", calls=(call,), model=model_name, response_id="unknown")
-        message = toolwire.history_format("gemini").assistant_message(turn)
+        message = toolwire.lowlevel.history_format("gemini").assistant_message(turn)
         expected: dict[str, Any] = {"functionCall": {"name": "f", "args": {}}}
         if signed:
             expected["thoughtSignature"] = SIGNATURE_SENTINEL

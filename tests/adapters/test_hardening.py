@@ -183,8 +183,8 @@ async def test_two_calls_with_one_id_are_two_calls_with_two_answers() -> None:
         ("call_1", "rejected"),
         ("call_1~2", "ok"),
     ]
-    history = toolwire.next_messages(turn, results)
-    assert toolwire.check_history(history) == []
+    history = toolwire.Pipeline().next_messages(turn, results)
+    assert toolwire.Pipeline().check_history(history) == []
     assert [c["id"] for c in history[0]["tool_calls"]] == ["call_1", "call_1~2"]
 
 

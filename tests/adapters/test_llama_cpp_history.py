@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 
 import toolwire
+import toolwire.lowlevel
 from toolwire.adapters.openai_chat.history import user_result_text
 from toolwire.adapters.openai_chat.profiles import CHAT_PROFILES
 from toolwire.core.results import ToolResult
@@ -37,34 +38,35 @@ def test_the_profile_says_results_go_as_user_messages() -> None:
 
 def test_results_are_user_messages_that_name_the_call() -> None:
     result = ToolResult(call_id="c1", name="read", content='it said "hi"', status="ok")
-    (message,) = toolwire.history_format("llama-cpp").tool_result_messages([result])
+    (message,) = toolwire.lowlevel.history_format("llama-cpp").tool_result_messages([result])
     assert message == {
         "role": "user",
         "tool_call_id": "c1",
         "content": 'Result of tool call `read` (id c1):\nit said "hi"',
     }
     assert message["content"] == user_result_text(result)
-    (plain,) = toolwire.history_format("openai-compatible").tool_result_messages([result])
+    (plain,) = toolwire.lowlevel.history_format("openai-compatible").tool_result_messages([result])
     assert plain == {"role": "tool", "tool_call_id": "c1", "content": 'it said "hi"'}
 
 
 def test_the_check_pairs_user_results_with_their_calls() -> None:
     result = {"role": "user", "tool_call_id": "c1", "content": "Result of tool call ..."}
-    assert toolwire.check_history([USER, ASSISTANT, result], "llama-cpp") == []
+    assert toolwire.Pipeline("llama-cpp").check_history([USER, ASSISTANT, result]) == []
     # Without a result the call is unanswered, as with any provider.
-    kinds = [p.kind for p in toolwire.check_history([USER, ASSISTANT, USER], "llama-cpp")]
+    kinds = [p.kind for p in toolwire.Pipeline("llama-cpp").check_history([USER, ASSISTANT, USER])]
     assert kinds == ["unanswered_call"]
     # For a provider whose results are tool messages, a user message is no result.
-    kinds = [p.kind for p in toolwire.check_history([USER, ASSISTANT, result], "openai-chat")]
+    problems = toolwire.Pipeline("openai-chat").check_history([USER, ASSISTANT, result])
+    kinds = [p.kind for p in problems]
     assert kinds == ["unanswered_call"]
 
 
 def test_a_tool_message_is_a_result_the_model_never_reads() -> None:
     tool = {"role": "tool", "tool_call_id": "c1", "content": "x"}
-    problems = toolwire.check_history([USER, ASSISTANT, tool], "llama-cpp")
+    problems = toolwire.Pipeline("llama-cpp").check_history([USER, ASSISTANT, tool])
     assert [(p.kind, p.index, p.call_id) for p in problems] == [("result_hidden", 2, "c1")]
     assert "user message" in problems[0].detail
-    assert toolwire.check_history([USER, ASSISTANT, tool], "openai-compatible") == []
+    assert toolwire.Pipeline("openai-compatible").check_history([USER, ASSISTANT, tool]) == []
 
 
 def test_an_empty_body_says_to_name_the_tool() -> None:

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolwire
+import toolwire.events
 from toolwire.adapters.anthropic import AnthropicHistory
 from toolwire.core.events import (
     Event,
@@ -474,7 +475,7 @@ async def test_a_repeated_provider_id_is_written_as_the_api_accepts_it(anyio_bac
 
 def _ready(call_id: str, raw: str) -> ToolCallReady:
     return ToolCallReady(
-        call=toolwire.ToolCallComplete(
+        call=toolwire.events.ToolCallComplete(
             call_id=call_id, name="make_file", index=0, arguments_raw=raw
         ),
         verdict=toolwire.Verdict(outcome="ok", arguments=json.loads(raw)),
@@ -543,7 +544,7 @@ async def test_a_repaired_call_goes_out_as_compact_json(anyio_backend: str) -> N
     events = await _judged(
         _reply(("tool_use", "toolu_1", "make_file", trailing_comma)), tools=TOOLS
     )
-    assert any(isinstance(event, toolwire.ToolCallRepaired) for event in events)
+    assert any(isinstance(event, toolwire.events.ToolCallRepaired) for event in events)
     deltas = [p["delta"] for p in _payloads(_encoded(events)) if p["type"] == "content_block_delta"]
     assert deltas == [
         {"type": "input_json_delta", "partial_json": '{"filename":"a","lines_of_text":[]}'}

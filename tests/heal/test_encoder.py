@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolwire
+import toolwire.events
 from toolwire.core.events import (
     Event,
     Finish,
@@ -201,8 +202,8 @@ async def test_ids_are_toolwire_s_synthesized_and_unique(anyio_backend: str) -> 
 def test_an_id_sent_before_gets_a_suffix() -> None:
     """Two responses of one healed turn may reuse an id; the client sees one id per call."""
     encoder = ChatChunkEncoder(created=1)
-    call = toolwire.ToolCallReady(
-        call=toolwire.ToolCallComplete(
+    call = toolwire.events.ToolCallReady(
+        call=toolwire.events.ToolCallComplete(
             call_id="c", name="write", index=0, arguments_raw='{"path":"a","content":"b"}'
         ),
         verdict=toolwire.Verdict(outcome="ok", arguments={"path": "a", "content": "b"}),

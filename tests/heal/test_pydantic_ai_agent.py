@@ -283,7 +283,7 @@ async def _assert_upstream_saw_healing(broken: Broken, mode: str, upstream: Heal
     (result,) = _tool_results(retry)
     assert result.endswith("\n" + message)  # toolwire's message, in llama-cpp's user form
     assert "output-token limit" in message
-    assert toolwire.check_history(retry["messages"], PROVIDER) == []
+    assert toolwire.Pipeline(PROVIDER).check_history(retry["messages"]) == []
     # pydantic-ai sends its ``max_tokens`` setting as ``max_completion_tokens``; kept as it was.
     limit = broken.max_tokens
     assert retry.get("max_completion_tokens") == first.get("max_completion_tokens") == limit

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolwire
+import toolwire.events
 from toolwire.core.events import (
     Event,
     Finish,
@@ -455,7 +456,7 @@ def test_a_repaired_call_keeps_its_item_id_in_the_body() -> None:
     encoder = ResponsesEventEncoder()
     call = ToolCallComplete(call_id="c1", name="rm", index=0, arguments_raw='{"path": "a",}')
     verdict = Verdict(outcome="repaired", arguments={"path": "a"})
-    items = [*encoder.call(toolwire.ToolCallRepaired(call=call, verdict=verdict)),
+    items = [*encoder.call(toolwire.events.ToolCallRepaired(call=call, verdict=verdict)),
              *encoder.finish("completed")]  # fmt: skip
     healed = RESPONSES.healed_body(first, items)
     assert healed["output"] == [{**first["output"][0], "arguments": '{"path":"a"}'}]

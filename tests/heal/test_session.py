@@ -148,7 +148,7 @@ async def test_a_rejected_call_is_asked_for_again_with_toolwire_s_message(
     else:
         assert assistant["content"] is None
         assert result == {"role": "tool", "tool_call_id": call["id"], "content": message}
-    assert toolwire.check_history(body["messages"], provider) == []
+    assert toolwire.Pipeline(provider).check_history(body["messages"]) == []
 
 
 async def test_the_retry_s_call_takes_the_rejected_call_s_place(anyio_backend: str) -> None:

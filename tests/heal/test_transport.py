@@ -126,7 +126,7 @@ async def test_a_cut_call_never_reaches_the_client_and_its_retry_runs_once(
     (cut_id,) = _replayed(retry)
     assert _replayed(retry) == {cut_id: "{}"}
     assert _results(retry)[cut_id].endswith("\n" + message)
-    assert toolwire.check_history(retry["messages"], "llama-cpp") == []
+    assert toolwire.Pipeline("llama-cpp").check_history(retry["messages"]) == []
 
 
 async def test_a_retry_may_raise_max_tokens_within_the_ceiling(
@@ -193,7 +193,7 @@ async def test_parallel_calls_one_bad_each_tool_runs_once(
     assert results["call_read"] == ACCEPTED_NOTE
     assert "call_write" in results
     assert "content" in results["call_write"]
-    assert toolwire.check_history(retry["messages"], "openai-chat") == []
+    assert toolwire.Pipeline("openai-chat").check_history(retry["messages"]) == []
     assert upstream.refused == []
 
 

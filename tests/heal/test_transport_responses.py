@@ -238,7 +238,7 @@ async def test_a_cut_call_is_asked_again_and_only_the_corrected_call_arrives(
     assert _call_items(retry) == {cut.cut_call_id: "{}"}
     assert _outputs(retry) == {cut.cut_call_id: await _verdict_message(cut.reply(), first)}
     assert "output-token limit" in _outputs(retry)[cut.cut_call_id]
-    assert toolwire.check_history(retry["input"], PROVIDER) == []
+    assert toolwire.Pipeline(PROVIDER).check_history(retry["input"]) == []
 
 
 async def test_the_cut_call_never_appears_in_the_client_s_events(

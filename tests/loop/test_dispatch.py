@@ -291,20 +291,19 @@ def test_results_in_order_detects_wrong_order() -> None:
     assert not results_in_order(turn, results[:-1])
 
 
-def test_the_loop_api_is_public_at_the_top_level() -> None:
-    """The issue names ``toolwire.dispatch``; frameworks running their own tools need the rest."""
+def test_the_loop_api_is_public_in_its_tiers() -> None:
+    """The issue names ``toolwire.dispatch``; frameworks running their own tools need the rest.
+
+    The daily names are at the top, the parts for frameworks that run their own tools in
+    ``toolwire.lowlevel``; the history is written and checked by the ``Pipeline`` methods.
+    """
     import toolwire
+    import toolwire.lowlevel
 
     for name in (
         "dispatch",
         "ToolResult",
         "answer_every_call",
-        "not_run_result",
-        "rejected_result",
-        "next_messages",
-        "check_history",
-        "ensure_well_formed",
-        "history_format",
         "RepairLoopGuard",
         "RunStop",
         "run_stop_reason",
@@ -314,6 +313,10 @@ def test_the_loop_api_is_public_at_the_top_level() -> None:
         "ConfigurationError",
     ):
         assert hasattr(toolwire, name), f"toolwire.{name} is not exported"
+    for name in ("not_run_result", "rejected_result", "history_format"):
+        assert hasattr(toolwire.lowlevel, name), f"toolwire.lowlevel.{name} is not exported"
+    for name in ("next_messages", "check_history", "ensure_well_formed"):
+        assert hasattr(toolwire.Pipeline, name), f"toolwire.Pipeline.{name} is missing"
 
 
 class StrRaises:

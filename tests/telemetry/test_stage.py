@@ -11,6 +11,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import toolwire
+import toolwire.events
 from toolwire.core.events import Event
 from toolwire.stages.telemetry import TelemetryStage
 from toolwire.testing import check_stage
@@ -50,7 +51,7 @@ async def test_the_stage_reports_a_rejection_as_a_child_of_its_own_turn_span(
         request_model="smollm2",
     )
     events = [event async for event in stage(_events(BAD))]
-    assert any(isinstance(event, toolwire.ToolCallRejected) for event in events)
+    assert any(isinstance(event, toolwire.events.ToolCallRejected) for event in events)
     spans = span_exporter.get_finished_spans()
     (turn,) = [span for span in spans if span.name == "toolwire.turn"]
     (reject,) = [span for span in spans if span.name == "toolwire.reject read"]
@@ -94,7 +95,7 @@ async def test_cancellation_through_the_stage_ends_the_span(
     tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
 ) -> None:
     async def hanging() -> AsyncIterator[Event]:
-        yield toolwire.TextDelta(text="x")
+        yield toolwire.events.TextDelta(text="x")
         await anyio.sleep_forever()
 
     with anyio.move_on_after(0.05):

@@ -1,0 +1,70 @@
+"""The lower tier: what you need to extend toolwire, not to use it.
+
+The names an agent loop uses every day are at the top (:mod:`toolwire`), the events in
+:mod:`toolwire.events`. This tier, like ``trio.lowlevel``, holds the machinery underneath, for
+people who build on toolwire rather than with it:
+
+- **Stages** (``docs/custom-stage.md``): the :class:`Stage` protocol, whose contract is written in
+  its docstring; :class:`SyncStage` and :class:`EventStep` for a stage with per-run state, and
+  :func:`event_stage` for a 1:1 / 1:n function (both fused into the adapter loop); the built-in
+  :class:`JudgeStage` and :class:`TelemetryStage`, for chains composed by hand. Check a stage
+  with :func:`toolwire.testing.check_stage`.
+- **The mapper port**: :class:`ProviderMapper` is what a provider adapter implements (sans-I/O:
+  ``feed_bytes``, ``feed_object``, ``finish``), opened by a :data:`MapperFactory` with
+  :class:`MapperSettings`; :data:`Source` is every kind of stream a pipeline reads. Check an
+  adapter with :func:`toolwire.testing.check_mapper`.
+- **The history port**: :class:`HistoryFormat` writes and checks one provider's history, the
+  :class:`HistoryProblem` entries are what it finds; :func:`history_format` gives a built-in
+  provider's. (``Pipeline.next_messages`` / ``check_history`` / ``ensure_well_formed`` are the
+  daily spelling.)
+- **Turns and results by hand**, for frameworks that run their own tools or read events
+  themselves: :class:`TurnBuilder` folds events into a :class:`toolwire.Turn`;
+  :func:`rejected_result` and :func:`not_run_result` are the results ``toolwire.dispatch`` gives a
+  call that must not run.
+- **The judge's parts**: :class:`Toolset` (tool definitions compiled once, accepted as
+  ``tools=``) and :func:`render_message`, the model-facing message of a rejected verdict.
+"""
+
+from .adapters.history import HistoryFormat as HistoryFormat
+from .adapters.history import HistoryProblem as HistoryProblem
+from .adapters.registry import history_format as history_format
+from .core.mapper import MapperFactory as MapperFactory
+from .core.mapper import MapperSettings as MapperSettings
+from .core.mapper import ProviderMapper as ProviderMapper
+from .core.reading import Source as Source
+from .core.stage import EventStep as EventStep
+from .core.stage import Stage as Stage
+from .core.stage import SyncStage as SyncStage
+from .core.stage import event_stage as event_stage
+from .core.turn import TurnBuilder as TurnBuilder
+from .judge import Toolset as Toolset
+from .judge import render_message as render_message
+from .loop import not_run_result as not_run_result
+from .loop import rejected_result as rejected_result
+from .stages.judge import JudgeStage as JudgeStage
+from .stages.telemetry import TelemetryStage as TelemetryStage
+
+# PLACE FOR THE HEALING PORTS: the write side's ports (HealEncoder, WireFormat, HealPlan) join
+# this tier once they live in core/ (issue 16, step 1), re-exported here like the mapper port,
+# named in __all__ and in LOWLEVEL in tests/test_exported_members.py.
+
+__all__ = [
+    "EventStep",
+    "HistoryFormat",
+    "HistoryProblem",
+    "JudgeStage",
+    "MapperFactory",
+    "MapperSettings",
+    "ProviderMapper",
+    "Source",
+    "Stage",
+    "SyncStage",
+    "TelemetryStage",
+    "Toolset",
+    "TurnBuilder",
+    "event_stage",
+    "history_format",
+    "not_run_result",
+    "rejected_result",
+    "render_message",
+]
