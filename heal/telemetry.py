@@ -38,6 +38,7 @@ from typing import Any
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from ..adapters.encoding import add_usage
 from ..core.events import ToolCallReady, ToolCallRejected, ToolCallRepaired, Usage
 from ..core.version import __version__
 from ..stages.telemetry.metrics import MAX_DISTINCT_VALUES, OTHER, PerMeterProvider
@@ -47,7 +48,6 @@ from ..stages.telemetry.observer import (
     Telemetry,
     capture_content_from_env,
 )
-from .encoder import add_usage
 from .session import AttemptOutcome, HealObserver, HealOutcome, NullHealObserver, Retry, heal_cause
 
 __all__ = ["HealInstruments", "HealRun", "HealTelemetry"]

@@ -1,10 +1,10 @@
 """Judged events back into Anthropic Messages stream events: the Anthropic mapper, run backwards.
 
 :class:`AnthropicEventEncoder` writes one client response as Messages stream events (plain
-dicts, framed by :func:`~toolwire.heal.wire_format.named_sse_frame`);
-:data:`~toolwire.heal.anthropic_format.ANTHROPIC` binds it with the requests and whole bodies of
-``POST /v1/messages``. What a client can rely on, beyond the contract every healing encoder
-keeps (:mod:`toolwire.heal.encoder`):
+dicts, framed by :func:`~toolwire.adapters.encoding.named_sse_frame`);
+:data:`~toolwire.adapters.anthropic.healing.ANTHROPIC` binds it with the requests and whole
+bodies of ``POST /v1/messages``. What a client can rely on, beyond the contract every healing
+encoder keeps (:mod:`toolwire.adapters.openai_chat.encoder` states it):
 
 - ``message_start`` goes out as soon as the response is known. Its usage is ``0`` / ``0``: the
   input count is not known then. ``message_delta`` carries the final usage, ``input_tokens``
@@ -38,11 +38,9 @@ healed, keeps all of these from the first body: :meth:`AnthropicWireFormat.heale
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..adapters.anthropic.history import wire_id
-from ..adapters.anthropic.wire import LENGTH_STOP_REASONS
-from ..core.events import (
+from ...core.events import (
     Event,
     Finish,
     ProviderError,
@@ -51,7 +49,13 @@ from ..core.events import (
     ToolCallRepaired,
     Usage,
 )
-from .encoder import CallIds, WireItem, call_arguments, error_payload, re_encode
+from ...core.wire import WireItem
+from ..encoding import CallIds, call_arguments, error_payload, re_encode
+from .history import wire_id
+from .wire import LENGTH_STOP_REASONS
+
+if TYPE_CHECKING:
+    from ...core.wire import HealEncoder
 
 __all__ = ["MESSAGE_STOP", "AnthropicEventEncoder"]
 
@@ -264,7 +268,7 @@ class AnthropicEventEncoder:
 
     def feed(self, event: Event) -> list[WireItem]:
         """What ``event`` of a judged stream puts on the wire, with no healing
-        (:func:`~toolwire.heal.encoder.re_encode`)."""
+        (:func:`~toolwire.adapters.encoding.re_encode`)."""
         return re_encode(self, event)
 
 
@@ -280,4 +284,5 @@ def _usage_object(usage: Usage | None) -> dict[str, Any]:
     return body
 
 
-# -- requests and whole bodies -----------------------------------------------------------------
+if TYPE_CHECKING:
+    _encoder: HealEncoder = AnthropicEventEncoder()

@@ -2,10 +2,10 @@
 
 :class:`ResponsesEventEncoder` writes one client response as Responses stream events (plain
 dicts, each with the next ``sequence_number``, framed by
-:func:`~toolwire.heal.wire_format.named_sse_frame`);
-:data:`~toolwire.heal.responses_format.RESPONSES` binds it with the requests and whole bodies
-of ``POST /v1/responses``. What a client can rely on, beyond the
-contract every healing encoder keeps (:mod:`toolwire.heal.encoder`):
+:func:`~toolwire.adapters.encoding.named_sse_frame`);
+:data:`~toolwire.adapters.openai_responses.healing.RESPONSES` binds it with the requests and
+whole bodies of ``POST /v1/responses``. What a client can rely on, beyond the contract every
+healing encoder keeps (:mod:`toolwire.adapters.openai_chat.encoder` states it):
 
 - ``response.created`` and ``response.in_progress`` go out as soon as the response is known,
   with the first upstream response's id and model and the request's parameters (``tools``,
@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NamedTuple
 
 import msgspec
 
-from ..core.events import (
+from ...core.events import (
     Event,
     Finish,
     ProviderError,
@@ -65,10 +65,11 @@ from ..core.events import (
     ToolCallRepaired,
     Usage,
 )
-from .encoder import CallIds, WireItem, add_usage, call_arguments, error_payload, re_encode
+from ...core.wire import WireItem
+from ..encoding import CallIds, add_usage, call_arguments, error_payload, re_encode
 
 if TYPE_CHECKING:
-    from .wire_format import HealEncoder
+    from ...core.wire import HealEncoder
 
 __all__ = ["TERMINALS", "WRITTEN", "ReasoningPart", "ResponsesEventEncoder"]
 
@@ -450,7 +451,7 @@ class ResponsesEventEncoder:
 
     def feed(self, event: Event) -> list[WireItem]:
         """What ``event`` of a judged stream puts on the wire, with no healing
-        (:func:`~toolwire.heal.encoder.re_encode`); nothing after an error."""
+        (:func:`~toolwire.adapters.encoding.re_encode`); nothing after an error."""
         return [] if self._failed else re_encode(self, event)
 
 
@@ -469,9 +470,6 @@ def _usage_object(usage: Usage | None) -> dict[str, Any] | None:
         body["output_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
     body["total_tokens"] = total
     return body
-
-
-# -- requests and whole bodies -----------------------------------------------------------------
 
 
 if TYPE_CHECKING:
