@@ -3,8 +3,8 @@
 Each provider's write side (``adapters/<provider>/encoder.py`` and ``healing.py``) is its own
 mapper run backwards; what is the same in all of them is written once here:
 
-- the bookkeeping of one client response (:class:`EncoderState`: calls sent, finished,
-  failed, usage, the ids used, the opening sent once) and the one plain re-encoding
+- the bookkeeping of one client response (:class:`EncoderState`, the encoders' base: calls
+  sent, finished, failed, usage, the ids used, the opening sent once) and the one plain re-encoding
   (:func:`re_encode`) behind every encoder's ``feed``;
 - the pieces every encoder writes the same way: a call's arguments (:func:`call_arguments`),
   unique ids (:class:`CallIds`), the sum of usage reports (:func:`add_usage`), a server's
@@ -43,6 +43,7 @@ from ..core.wire import Done, HealEncoder, NextMessages, WireItem
 __all__ = [
     "ACCEPTED_NOTE",
     "CallIds",
+    "EncoderState",
     "accepted_result",
     "add_usage",
     "call_arguments",
@@ -93,6 +94,51 @@ def named_sse_frame(items: Iterable[WireItem]) -> bytes:
 
 
 # -- the pieces of a response -------------------------------------------------------------
+
+
+class EncoderState:
+    """The bookkeeping every healing encoder keeps for one client response; a base class.
+
+    Calls sent, whether the finish went out, whether an error ended the response, the usage to
+    report, the call ids used (``id_separator`` as in :class:`CallIds`) and the opening sent
+    once: a format's encoder writes :meth:`_opened` (the role chunk, ``message_start``,
+    ``response.created``...) and calls :meth:`_opening` before anything else it sends.
+    """
+
+    __slots__ = ("_calls_sent", "_failed", "_finished", "_ids", "_started", "_usage")
+
+    def __init__(self, *, id_separator: str = "~") -> None:
+        self._started = False
+        self._failed = False
+        self._finished = False
+        self._calls_sent = 0
+        self._ids = CallIds(id_separator)
+        self._usage: Usage | None = None
+
+    @property
+    def calls_sent(self) -> int:
+        """How many calls went out (the next call's client index)."""
+        return self._calls_sent
+
+    @property
+    def finished(self) -> bool:
+        """Whether the finish went out (what ends the response is then due)."""
+        return self._finished
+
+    def set_usage(self, usage: Usage | None) -> None:
+        """The usage to report with the finish or the end (the healing session gives the sum
+        over the exchange)."""
+        self._usage = usage
+
+    def _opening(self, out: list[WireItem]) -> None:
+        """Append what opens the response to ``out``, the first time only."""
+        if not self._started:
+            self._started = True
+            out += self._opened()
+
+    def _opened(self) -> list[WireItem]:
+        """What opens the response in the format; written by each encoder."""
+        raise NotImplementedError
 
 
 class CallIds:

@@ -50,7 +50,7 @@ from ...core.events import (
     Usage,
 )
 from ...core.wire import WireItem
-from ..encoding import CallIds, call_arguments, error_payload, re_encode
+from ..encoding import EncoderState, call_arguments, error_payload, re_encode
 from .history import wire_id
 from .wire import LENGTH_STOP_REASONS
 
@@ -64,7 +64,7 @@ MESSAGE_STOP: dict[str, Any] = {"type": "message_stop"}
 _EMPTY_THINKING: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
 
 
-class AnthropicEventEncoder:
+class AnthropicEventEncoder(EncoderState):
     """Writes one Messages response, event by event, for one client. Sans-I/O, not reusable.
 
     Use :meth:`feed` for a plain re-encoding of one judged stream, or the building blocks
@@ -76,43 +76,20 @@ class AnthropicEventEncoder:
     #: The client's finish for a turn that ends with calls to run.
     CALLS: ClassVar[str] = "tool_use"
 
-    __slots__ = (
-        "_calls_sent",
-        "_failed",
-        "_finished",
-        "_ids",
-        "_message_id",
-        "_model",
-        "_next_index",
-        "_open",
-        "_started",
-        "_usage",
-    )
+    __slots__ = ("_message_id", "_model", "_next_index", "_open")
 
     def __init__(self) -> None:
+        # Anthropic's ids allow only ``[a-zA-Z0-9_-]``: a repeated one gets ``_h2``.
+        super().__init__(id_separator="_")
         self._message_id: str | None = None
         self._model: str | None = None
-        self._started = False
-        self._failed = False
-        self._finished = False
-        self._calls_sent = 0
-        self._ids = CallIds(separator="_")
-        self._usage: Usage | None = None
         self._next_index = 0
         #: The kind of the open block (``text`` / ``thinking``), or ``None``.
         self._open: str | None = None
 
-    @property
-    def calls_sent(self) -> int:
-        """How many calls went out."""
-        return self._calls_sent
-
     # -- blocks ------------------------------------------------------------------------------
 
-    def _opening(self, out: list[WireItem]) -> None:
-        if self._started:
-            return
-        self._started = True
+    def _opened(self) -> list[WireItem]:
         message: dict[str, Any] = {
             "id": self._message_id or "msg_toolwire",
             "type": "message",
@@ -123,7 +100,7 @@ class AnthropicEventEncoder:
             "stop_sequence": None,
             "usage": {"input_tokens": 0, "output_tokens": 0},
         }
-        out.append({"type": "message_start", "message": message})
+        return [{"type": "message_start", "message": message}]
 
     def _close(self, out: list[WireItem]) -> None:
         if self._open is not None:
@@ -195,18 +172,9 @@ class AnthropicEventEncoder:
 
     # -- the end -----------------------------------------------------------------------------
 
-    @property
-    def finished(self) -> bool:
-        """Whether the finish (``message_delta``) went out."""
-        return self._finished
-
     def usage(self, event: Usage) -> None:
         """Take a usage report: Anthropic's are cumulative, so the last one counts."""
         self._usage = event
-
-    def set_usage(self, usage: Usage | None) -> None:
-        """The usage ``message_delta`` reports (the healing session gives the exchange's sum)."""
-        self._usage = usage
 
     def finish(self, reason: str) -> list[WireItem]:
         """Close the open block; ``message_delta`` with ``reason`` and the usage."""

@@ -44,7 +44,7 @@ from ...core.events import (
     Usage,
 )
 from ...core.wire import DONE, WireItem
-from ..encoding import CallIds, add_usage, call_arguments, error_payload, re_encode, sse_frame
+from ..encoding import EncoderState, add_usage, call_arguments, error_payload, re_encode, sse_frame
 
 if TYPE_CHECKING:
     from ...core.wire import HealEncoder
@@ -86,7 +86,7 @@ def usage_object(usage: Usage) -> dict[str, Any]:
     return body
 
 
-class ChatChunkEncoder:
+class ChatChunkEncoder(EncoderState):
     """Writes one Chat Completions response, chunk by chunk, for one client. Sans-I/O.
 
     Use :meth:`feed` for a plain re-encoding of one judged stream, or the building blocks
@@ -102,15 +102,9 @@ class ChatChunkEncoder:
     CALLS: ClassVar[str] = "tool_calls"
 
     __slots__ = (
-        "_calls_sent",
         "_created",
-        "_failed",
-        "_finished",
-        "_ids",
         "_model",
         "_response_id",
-        "_started",
-        "_usage",
         "reasoning_field",
         "send_usage",
     )
@@ -122,29 +116,14 @@ class ChatChunkEncoder:
         created: int | None = None,
         reasoning_field: str = "reasoning_content",
     ) -> None:
+        super().__init__()
         self.send_usage = usage
         self.reasoning_field = reasoning_field
         self._created = int(time.time()) if created is None else created
         self._response_id: str | None = None
         self._model: str | None = None
-        self._started = False
-        self._failed = False
-        self._finished = False
-        self._calls_sent = 0
-        self._ids = CallIds()
-        self._usage: Usage | None = None
 
     # -- what has gone out -------------------------------------------------------------------
-
-    @property
-    def calls_sent(self) -> int:
-        """How many calls went out (the next call's client index)."""
-        return self._calls_sent
-
-    @property
-    def finished(self) -> bool:
-        """Whether the finish went out (what ends the response is then due)."""
-        return self._finished
 
     @property
     def response_id(self) -> str | None:
@@ -174,10 +153,8 @@ class ChatChunkEncoder:
             ],
         }
 
-    def _opening(self, out: list[WireItem]) -> None:
-        if not self._started:
-            self._started = True
-            out.append(self._chunk({"role": "assistant", "content": None}))
+    def _opened(self) -> list[WireItem]:
+        return [self._chunk({"role": "assistant", "content": None})]
 
     def info(self, event: ResponseInfo) -> list[WireItem]:
         """The response is known: take its id and model and open the message.
@@ -225,10 +202,6 @@ class ChatChunkEncoder:
     def usage(self, event: Usage) -> None:
         """Count a usage report; it goes out with :meth:`end`."""
         self._usage = add_usage(self._usage, event)
-
-    def set_usage(self, usage: Usage | None) -> None:
-        """Replace the usage to report (the healing session reports the sum of its responses)."""
-        self._usage = usage
 
     def finish(self, reason: str) -> list[WireItem]:
         """The finish chunk with ``reason`` as the client's ``finish_reason``."""

@@ -66,7 +66,7 @@ from ...core.events import (
     Usage,
 )
 from ...core.wire import WireItem
-from ..encoding import CallIds, add_usage, call_arguments, error_payload, re_encode
+from ..encoding import EncoderState, add_usage, call_arguments, error_payload, re_encode
 
 if TYPE_CHECKING:
     from ...core.wire import HealEncoder
@@ -187,7 +187,7 @@ class _OpenItem:
         return {"logprobs": []} if self.form.item_type == "message" else {}
 
 
-class ResponsesEventEncoder:
+class ResponsesEventEncoder(EncoderState):
     """Writes one Responses response, event by event, for one client. Sans-I/O, not reusable.
 
     ``request`` is the body that went upstream (its parameters are echoed in the response
@@ -202,19 +202,13 @@ class ResponsesEventEncoder:
     CALLS: ClassVar[str] = "completed"
 
     __slots__ = (
-        "_calls_sent",
         "_created_at",
         "_echo",
-        "_failed",
-        "_finished",
-        "_ids",
         "_model",
         "_open",
         "_output",
         "_response_id",
         "_sequence",
-        "_started",
-        "_usage",
         "reasoning_part",
     )
 
@@ -225,6 +219,7 @@ class ResponsesEventEncoder:
         reasoning: ReasoningPart | None = None,
         created_at: int | None = None,
     ) -> None:
+        super().__init__()
         body = request or {}
         self.reasoning_part = reasoning
         self._echo = {**_ECHO_DEFAULTS, **{key: body[key] for key in _ECHOED if key in body}}
@@ -232,20 +227,9 @@ class ResponsesEventEncoder:
         self._model = model if isinstance(model, str) else ""
         self._response_id = f"resp_{uuid.uuid4().hex}"
         self._created_at = int(time.time()) if created_at is None else created_at
-        self._started = False
-        self._failed = False
         self._sequence = 0
         self._output: list[dict[str, Any]] = []
         self._open: _OpenItem | None = None
-        self._calls_sent = 0
-        self._finished = False
-        self._ids = CallIds()
-        self._usage: Usage | None = None
-
-    @property
-    def calls_sent(self) -> int:
-        """How many calls went out."""
-        return self._calls_sent
 
     @property
     def response_id(self) -> str:
@@ -275,12 +259,11 @@ class ResponsesEventEncoder:
             "usage": _usage_object(usage),
         }
 
-    def _opening(self, out: list[WireItem]) -> None:
-        if self._started:
-            return
-        self._started = True
-        out.append(self._event("response.created", response=self._response("in_progress")))
-        out.append(self._event("response.in_progress", response=self._response("in_progress")))
+    def _opened(self) -> list[WireItem]:
+        return [
+            self._event("response.created", response=self._response("in_progress")),
+            self._event("response.in_progress", response=self._response("in_progress")),
+        ]
 
     def _close(self, out: list[WireItem]) -> None:
         item = self._open
@@ -364,18 +347,9 @@ class ResponsesEventEncoder:
         self._calls_sent += 1
         return out
 
-    @property
-    def finished(self) -> bool:
-        """Whether the terminal event went out (nothing follows it)."""
-        return self._finished
-
     def usage(self, event: Usage) -> None:
         """Count a usage report (they add up); it goes out with the terminal event."""
         self._usage = add_usage(self._usage, event)
-
-    def set_usage(self, usage: Usage | None) -> None:
-        """The usage the terminal event reports (the healing session gives the exchange's sum)."""
-        self._usage = usage
 
     def finish(self, reason: str) -> list[WireItem]:
         """Close the open item; the terminal event for ``reason`` (see the module docstring).
