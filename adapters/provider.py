@@ -1,6 +1,10 @@
-"""What toolwire knows about one provider name: its wire format, history format and requests.
+"""What toolwire knows about one provider name: both directions of its wire format.
 
-Each adapter package exports its entries (a ``PROVIDERS`` dict of name -> :class:`Provider`);
+A provider is one package, ``adapters/<provider>/``, read and write: its mapper (the stream
+read into events), its history format, its request reader, and, when toolwire heals it, its
+healing format (the stream written back: :class:`~toolwire.core.wire.WireFormat`). Each adapter
+package exports its entries (a ``PROVIDERS`` dict of name -> :class:`Provider`, one line per
+name: the mapper class is its own factory);
 :mod:`toolwire.adapters.registry` imports a package only when one of its names is first used,
 so an application that reads one provider never imports the others.
 """
@@ -14,6 +18,7 @@ import msgspec
 
 from ..core.mapper import MapperFactory
 from ..core.request import RequestFacts
+from ..core.wire import WireFormatFactory
 from .history import HistoryFormat
 
 __all__ = ["Provider", "RequestReader"]
@@ -27,8 +32,11 @@ class Provider(msgspec.Struct, frozen=True):
 
     #: ``gen_ai.provider.name`` on spans and metrics (``openai``, ``anthropic``, ``gcp.gemini``).
     gen_ai_name: str
-    #: A fresh sans-I/O mapper for one stream.
+    #: A fresh sans-I/O mapper for one stream (a mapper class taking its settings is one).
     open_mapper: MapperFactory
     #: The reverse direction: assistant turn, tool results, and the history check.
     history: HistoryFormat
+    #: Reads a request body (its limit keys are declared once, beside it, for healing too).
     read_request: RequestReader
+    #: Opens its healing format, or ``None`` when toolwire does not heal it (Gemini, Ollama).
+    open_heal_format: WireFormatFactory | None = None

@@ -1,9 +1,11 @@
 """Provider names accepted by ``Pipeline``, ``collect``, ``stream`` and ``replay --provider``.
 
 Each name leads to a :class:`~toolwire.adapters.provider.Provider`: a wire format (its mapper), a
-history format and a request reader. Several names share a wire format; the name still
-matters: it picks the server's profile (its quirks) and becomes the ``gen_ai.provider.name`` on
-spans and metrics. Each adapter package is imported only when one of its names is first used.
+history format, a request reader and, for the formats toolwire heals, a healing format. This is
+the one registry: the pipeline, the healing transport and the proxy all ask it. Several names
+share a wire format; the name still matters: it picks the server's profile (its quirks) and
+becomes the ``gen_ai.provider.name`` on spans and metrics. Each adapter package is imported only
+when one of its names is first used (the healing transport asks for every format it heals).
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ import msgspec
 from ..core.errors import ConfigurationError
 from ..core.mapper import MapperSettings, ProviderMapper
 from ..core.request import RequestFacts
+from ..core.wire import HealSettings, WireFormat
 from .history import HistoryFormat
 from .openai_chat.profiles import CHAT_PROFILES
 from .provider import Provider
 
 __all__ = [
+    "chat_provider_names",
     "check_max_tokens",
+    "heal_formats",
     "history_format",
     "open_mapper",
     "provider",
@@ -88,3 +93,30 @@ def read_request(name: str, body: object) -> RequestFacts:
             f"request must be the JSON object that was sent, got {type(body).__name__}"
         )
     return provider(name).read_request(body)
+
+
+def chat_provider_names() -> list[str]:
+    """Every provider name that reads Chat Completions (each a server profile), sorted."""
+    return sorted(CHAT_PROFILES)
+
+
+def heal_formats(chat_provider: str, settings: HealSettings | None = None) -> list[WireFormat]:
+    """The healing formats of a transport, one per endpoint: Chat Completions first.
+
+    Many names read Chat Completions, so the caller picks one (``chat_provider``: its server
+    profile decides how history is replayed and which evidence names the token limit); every
+    other provider that has a healing format heals its own endpoint. :class:`ConfigurationError`
+    when ``chat_provider`` is not a Chat Completions name.
+    """
+    if chat_provider not in CHAT_PROFILES:
+        raise ConfigurationError(
+            f"provider names the Chat Completions server profile; {chat_provider!r} is not one "
+            f"of its provider names ({', '.join(chat_provider_names())})"
+        )
+    settings = settings or HealSettings()
+    names = [chat_provider, *(name for name in _PACKAGES if name not in CHAT_PROFILES)]
+    return [
+        opener(settings)
+        for opener in (provider(name).open_heal_format for name in names)
+        if opener is not None
+    ]

@@ -6,16 +6,13 @@ message, for each call it rejected. Nothing in the client changes but its HTTP t
 with ``toolwire serve``, its base URL). Three wire formats: OpenAI Chat Completions, Anthropic
 Messages, OpenAI Responses.
 
-The parts, sans-I/O first, the shell last:
+This package names no format. Each format's write side lives with its read side, in its
+provider's package (``adapters/<provider>/encoder.py``: judged events back into the format, the
+mapper run backwards; ``healing.py``: which requests are healed, the follow-up, whole bodies),
+behind the ports of :mod:`toolwire.core.wire`, and is found through the provider registry
+(:func:`toolwire.adapters.registry.heal_formats`). Here, sans-I/O first, the shell last:
 
-- :mod:`~toolwire.heal.wire_format`: the seam between the session and a format.
-- :mod:`~toolwire.heal.encoder`: judged events back into Chat Completions chunks (the Chat
-  adapter's mapper, run backwards); :mod:`~toolwire.heal.anthropic_encoder` and
-  :mod:`~toolwire.heal.responses_encoder` do the same for the other two formats, and
-  ``*_format`` modules hold each format's requests and whole bodies.
-- :mod:`~toolwire.heal.request`: which requests are healed, what goes upstream, the retry's body.
 - :mod:`~toolwire.heal.session`: one healed exchange: what the client gets, when to ask again.
-- :mod:`~toolwire.heal.completion`: non-streamed bodies, healed the same way.
 - :mod:`~toolwire.heal.telemetry`: a span per healed call and per retry, counters.
 - :mod:`~toolwire.heal.transport`: :class:`HealingTransport`, the httpx shell (it needs
   ``httpx``, the ``[http]`` extra; it is imported on first use, so the rest never needs it);
@@ -27,12 +24,6 @@ The parts, sans-I/O first, the shell last:
 
 from typing import TYPE_CHECKING
 
-from .encoder import ChatChunkEncoder as ChatChunkEncoder
-from .encoder import encode_events as encode_events
-from .encoder import sse_frame as sse_frame
-from .request import HealPlan as HealPlan
-from .request import follow_up_body as follow_up_body
-from .request import plan_request as plan_request
 from .session import AttemptEnd as AttemptEnd
 from .session import HealObserver as HealObserver
 from .session import HealOutcome as HealOutcome
@@ -46,19 +37,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AttemptEnd",
-    "ChatChunkEncoder",
     "HealObserver",
     "HealOutcome",
-    "HealPlan",
     "HealSession",
     "HealTelemetry",
     "HealingTransport",
     "Httpx2Bridge",
     "Retry",
-    "encode_events",
-    "follow_up_body",
-    "plan_request",
-    "sse_frame",
 ]
 
 

@@ -2,10 +2,10 @@
 
 A :class:`HealSession` is fed the judged events of each upstream response in turn (the first
 one, then each retry's) and decides what the client receives (through the
-:class:`~toolwire.heal.wire_format.HealEncoder` of its wire format: Chat Completions, Anthropic
-Messages, Responses) and whether to ask again. The shell (the
-httpx transport) does the I/O: it sends the requests, runs ``Pipeline.stream`` on each
-response, passes every event to :meth:`HealSession.feed`, sends what comes back, and calls
+:class:`~toolwire.core.wire.HealEncoder` of its wire format: Chat Completions, Anthropic
+Messages, Responses; each written in its provider's package) and whether to ask again. The
+shell (the httpx transport) does the I/O: it sends the requests, runs ``Pipeline.stream`` on
+each response, passes every event to :meth:`HealSession.feed`, sends what comes back, and calls
 :meth:`HealSession.end_attempt` when a response ends.
 
 What the client can rely on:
@@ -17,7 +17,7 @@ What the client can rely on:
   answer in words, and that answer is the turn's end).
 - A retry's call identical (same name, same arguments) to one already sent is not sent again:
   the model was told that call runs, and a tool must run once.
-- Each rejected call is healed by asking again (:func:`~toolwire.heal.request.follow_up_body`),
+- Each rejected call is healed by asking again (the format's ``follow_up_body``),
   at most ``max_retries`` times per exchange. Past them: a ``length`` finish when the last
   response was cut by the token limit (the client's own length handling fires), otherwise an
   in-band error (``type: toolwire_heal_failed``) that states toolwire's messages.
@@ -34,6 +34,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from ..adapters.encoding import add_usage
 from ..core.events import (
     Event,
     Finish,
@@ -48,10 +49,7 @@ from ..core.events import (
 )
 from ..core.mapper import cap_text
 from ..core.turn import TurnBuilder
-from .chat_format import CHAT
-from .encoder import WireItem, add_usage
-from .request import HealPlan, NextMessages
-from .wire_format import HealEncoder, WireFormat
+from ..core.wire import HealEncoder, HealPlan, NextMessages, WireFormat, WireItem
 
 __all__ = [
     "AttemptEnd",
@@ -159,9 +157,11 @@ class HealSession:
     """The healing of one client request (see the module docstring). Not reusable.
 
     ``body`` is the request as it went upstream (decoded); ``next_messages`` writes the history
-    after a turn in the provider's format (``Pipeline.next_messages``); ``max_retries`` caps the
-    retries; ``max_tokens_ceiling``, when set, lets a retry after a token-limit cut raise the
-    request's limit up to it.
+    after a turn in the provider's format (``Pipeline.next_messages``); ``wire`` is the format
+    the client speaks (its provider's healing format, from the registry); ``encoder`` one of
+    its encoders already opened for the request (``wire.encoder`` by default); ``max_retries``
+    caps the retries; ``max_tokens_ceiling``, when set, lets a retry after a token-limit cut
+    raise the request's limit up to it.
     """
 
     def __init__(
@@ -169,7 +169,7 @@ class HealSession:
         body: dict[str, Any],
         next_messages: NextMessages,
         *,
-        wire: WireFormat = CHAT,
+        wire: WireFormat,
         encoder: HealEncoder | None = None,
         max_retries: int = 2,
         max_tokens_ceiling: int | None = None,

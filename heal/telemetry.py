@@ -32,22 +32,21 @@ reaches the exchange. Content (toolwire's message to the model) is exported only
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from ..adapters.encoding import add_usage
 from ..core.events import ToolCallReady, ToolCallRejected, ToolCallRepaired, Usage
 from ..core.version import __version__
-from ..stages.telemetry.metrics import MAX_DISTINCT_VALUES, OTHER, PerMeterProvider
+from ..stages.telemetry.metrics import MAX_DISTINCT_VALUES, BoundedValues, PerMeterProvider
 from ..stages.telemetry.observer import (
     DEFAULT_CONTENT_CAP,
     Redactor,
     Telemetry,
-    capture_content_from_env,
+    exported_content,
 )
-from .encoder import add_usage
 from .session import AttemptOutcome, HealObserver, HealOutcome, NullHealObserver, Retry, heal_cause
 
 __all__ = ["HealInstruments", "HealRun", "HealTelemetry"]
@@ -73,7 +72,7 @@ def _report(site: str) -> None:
 class HealInstruments:
     """The heal counters of one meter provider (created once per provider)."""
 
-    __slots__ = ("_calls", "_lock", "_retries", "_tokens", "_tools")
+    __slots__ = ("_calls", "_retries", "_tokens", "_tools")
 
     def __init__(self, meter: metrics.Meter) -> None:
         self._calls = meter.create_counter(
@@ -92,18 +91,8 @@ class HealInstruments:
             unit="{token}",
             description="Tokens the retries added, by gen_ai.token.type (input, output).",
         )
-        self._tools: set[str] = set()
-        self._lock = threading.Lock()
-
-    def _tool(self, name: str) -> str:
-        name = name[:128]
-        if name in self._tools:
-            return name
-        with self._lock:
-            if len(self._tools) >= MAX_DISTINCT_VALUES:
-                return OTHER
-            self._tools.add(name)
-            return name
+        #: The tool names reported, bounded as the pipeline's are.
+        self._tools = BoundedValues(MAX_DISTINCT_VALUES)
 
     def record_call(self, outcome: str, *, tool: str, provider: str) -> None:
         """Count one call of a healed exchange."""
@@ -111,7 +100,7 @@ class HealInstruments:
             1,
             {
                 "toolwire.heal.outcome": outcome,
-                "gen_ai.tool.name": self._tool(tool),
+                "gen_ai.tool.name": self._tools(tool),
                 "gen_ai.provider.name": provider,
             },
         )
@@ -133,9 +122,13 @@ _HEAL_INSTRUMENTS = PerMeterProvider(HealInstruments)
 
 
 class HealTelemetry:
-    """Where healing reports to: plain, reusable configuration (see the module docstring)."""
+    """Where healing reports to: plain, reusable configuration (see the module docstring).
 
-    __slots__ = ("capture_content", "content_cap", "meter_provider", "redact", "tracer_provider")
+    It holds the pipeline's :class:`~toolwire.stages.telemetry.observer.Telemetry`
+    (:attr:`telemetry`): the same settings, checked by the same rules.
+    """
+
+    __slots__ = ("telemetry",)
 
     def __init__(
         self,
@@ -146,30 +139,21 @@ class HealTelemetry:
         redact: Redactor | None = None,
         content_cap: int = DEFAULT_CONTENT_CAP,
     ) -> None:
-        # The same settings as the pipeline's, checked by the same rules.
-        checked = Telemetry(
+        self.telemetry = Telemetry(
             tracer_provider=tracer_provider,
             meter_provider=meter_provider,
             capture_content=capture_content,
             redact=redact,
             content_cap=content_cap,
         )
-        self.tracer_provider = checked.tracer_provider
-        self.meter_provider = checked.meter_provider
-        self.capture_content = checked.capture_content
-        self.redact = checked.redact
-        self.content_cap = checked.content_cap
 
     def start(self, provider: str) -> HealObserver:
         """The observer of one exchange with ``provider`` (a ``gen_ai.provider.name``)."""
+        settings = self.telemetry
         try:
-            tracer = trace.get_tracer("toolwire", __version__, self.tracer_provider)
-            instruments = _HEAL_INSTRUMENTS.get(self.meter_provider, __version__)
-            capture = (
-                self.capture_content
-                if self.capture_content is not None
-                else capture_content_from_env()
-            )
+            tracer = trace.get_tracer("toolwire", __version__, settings.tracer_provider)
+            instruments = _HEAL_INSTRUMENTS.get(settings.meter_provider, __version__)
+            capture = settings.captures_content()
         except Exception:
             _report("start")
             return NullHealObserver()
@@ -178,8 +162,8 @@ class HealTelemetry:
             instruments,
             provider=provider,
             capture=capture,
-            redact=self.redact,
-            content_cap=self.content_cap,
+            redact=settings.redact,
+            content_cap=settings.content_cap,
         )
 
 
@@ -387,14 +371,8 @@ class HealRun:
         self._retry_usage = add_usage(self._retry_usage, usage)
 
     def _content(self, text: str) -> str | None:
-        if self._redact is not None:
-            try:
-                redacted = self._redact(text)
-            except Exception:
-                _report("redact")
-                return None
-            if redacted is None:
-                return None
-            text = redacted
-        cap = self._content_cap
-        return text if len(text) <= cap else f"{text[:cap]}… ({len(text)} characters)"
+        try:
+            return exported_content(text, self._redact, self._content_cap)
+        except Exception:
+            _report("redact")
+            return None

@@ -13,7 +13,7 @@ The I/O contract:
 
 - The request goes upstream as the client wrote it, headers (``Authorization`` included) and
   body, except ``stream_options.include_usage`` on a streamed request that did not ask for
-  usage (:func:`~toolwire.heal.request.plan_request`). Retries go to the same URL with the
+  usage (the Chat format's ``plan_request``). Retries go to the same URL with the
   same headers. Nothing here logs a header or a body.
 - An error status from upstream reaches the client unchanged: status, headers, body. (A
   retry's error status, on a streamed response whose 200 is already sent, becomes an in-band
@@ -41,21 +41,15 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
-from ..adapters.openai_chat.profiles import CHAT_PROFILES
+from ..adapters.registry import heal_formats
 from ..adapters.registry import provider as provider_entry
 from ..api import Pipeline, TruncatedCalls
 from ..core.errors import ConfigurationError
+from ..core.wire import HealPlan, HealSettings, WireFormat, WireItem
 from ..judge import Policy
 from ..stages.telemetry.observer import Redactor
-from .anthropic_format import ANTHROPIC
-from .chat_format import ChatWireFormat
-from .completion import FAILED_STATUS
-from .encoder import WireItem
-from .request import HealPlan
-from .responses_format import RESPONSES
 from .session import HealSession
 from .telemetry import HealTelemetry
-from .wire_format import WireFormat
 
 __all__ = ["HealingTransport"]
 
@@ -64,6 +58,10 @@ _encode = msgspec.json.Encoder().encode
 _BODY_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 #: How much of a retry's error body is read, to quote it.
 _ERROR_BODY_CAP = 64 * 1024
+#: The status of a non-streamed exchange whose healing failed: the upstream answered, but with
+#: a call toolwire will not pass on (502 Bad Gateway), sent with ``x-should-retry: false`` so
+#: that the openai SDK raises at once instead of sending the whole request again.
+FAILED_STATUS = 502
 
 
 class HealingTransport(httpx.AsyncBaseTransport):
@@ -72,8 +70,9 @@ class HealingTransport(httpx.AsyncBaseTransport):
     ``wrapped`` sends the requests (``httpx.AsyncHTTPTransport()`` by default); ``provider`` is
     the Chat Completions provider name for ``/chat/completions``: its server profile decides
     how history is replayed and which truncation evidence counts (``llama-cpp`` for
-    llama-cpp-python); Anthropic and Responses requests are read as ``anthropic`` and
-    ``openai-responses``. ``max_retries``
+    llama-cpp-python); every other healed format is the registry's (Anthropic and Responses
+    requests are read as ``anthropic`` and ``openai-responses``, see
+    :func:`~toolwire.adapters.registry.heal_formats`). ``max_retries``
     caps the retries of one request (0: reject without asking again); ``max_tokens_ceiling``,
     when set, lets a retry after a token-limit cut double the request's limit up to it.
     ``policy`` and ``truncated_calls`` are the judge's (:class:`toolwire.Pipeline`);
@@ -97,12 +96,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
         redact: Redactor | None = None,
         reasoning_field: str = "reasoning_content",
     ) -> None:
-        profile = CHAT_PROFILES.get(provider)
-        if profile is None:
-            raise ConfigurationError(
-                f"provider names the Chat Completions server profile; {provider!r} is not one of "
-                f"its provider names ({', '.join(sorted(CHAT_PROFILES))})"
-            )
+        formats = heal_formats(provider, HealSettings(reasoning_field=reasoning_field))
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigurationError(f"max_retries must be an int >= 0, got {max_retries!r}")
         if max_tokens_ceiling is not None and (
@@ -119,7 +113,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
                 f"got {reasoning_field!r}"
             )
         self._wrapped = wrapped if wrapped is not None else httpx.AsyncHTTPTransport()
-        self._formats = healed_formats(provider, reasoning_field=reasoning_field)
+        self._formats = formats
         chat = Pipeline(
             provider,
             policy=policy,
@@ -342,11 +336,6 @@ class _HealedStream(httpx.AsyncByteStream):
         finally:
             session.close()
             await _close_quietly(self._current)
-
-
-def healed_formats(chat_provider: str, *, reasoning_field: str) -> list[WireFormat]:
-    """The wire formats a transport heals: Chat Completions as ``chat_provider``, and the rest."""
-    return [ChatWireFormat(chat_provider, reasoning_field=reasoning_field), ANTHROPIC, RESPONSES]
 
 
 def _with_content(request: httpx.Request, content: bytes) -> httpx.Request:

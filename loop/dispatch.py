@@ -26,7 +26,7 @@ import anyio
 import msgspec
 
 from ..core.errors import ConfigurationError, HistoryError
-from ..core.results import ToolResult
+from ..core.results import ToolResult, rejected_result
 from ..core.turn import CallRecord, Turn
 
 __all__ = [
@@ -39,19 +39,6 @@ __all__ = [
 
 RunTool = Callable[[CallRecord], Awaitable[Any]]
 Approve = Callable[[CallRecord], Awaitable[bool]]
-
-
-def rejected_result(call: CallRecord) -> ToolResult:
-    """The synthesized error result of a rejected (or unjudged) call."""
-    verdict = call.verdict
-    if verdict is not None and verdict.message:
-        content = verdict.message
-    else:
-        content = (
-            f"Tool call {call.call_id} to `{call.name}` was not checked by toolwire and was not "
-            "run. Send the call again."
-        )
-    return ToolResult(call_id=call.call_id, name=call.name, content=content, status="rejected")
 
 
 def not_run_result(call: CallRecord, why: str) -> ToolResult:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..adapters.openai_chat.profiles import CHAT_PROFILES
+from ..adapters.registry import chat_provider_names
 from ..core.errors import ConfigurationError
 
 __all__ = ["ServeSettings", "load_settings"]
@@ -69,10 +69,9 @@ class ServeSettings(BaseModel):
     @field_validator("provider")
     @classmethod
     def _chat_profile(cls, value: str) -> str:
-        if value not in CHAT_PROFILES:
-            raise ValueError(
-                f"must be a Chat Completions provider name ({', '.join(sorted(CHAT_PROFILES))})"
-            )
+        names = chat_provider_names()
+        if value not in names:
+            raise ValueError(f"must be a Chat Completions provider name ({', '.join(names)})")
         return value
 
 

@@ -1,13 +1,16 @@
 """The arrows of the package go one way: cli -> api -> loop / stages / adapters -> judge -> core.
 
 Every import of every module of the package is read from its source (absolute ``toolwire.x``
-and relative ``..x`` alike, including imports inside functions) and checked against the layer
-table below. ``docs/design.md`` draws the same picture.
+and relative ``..x`` alike, including imports inside functions and under ``TYPE_CHECKING``) and
+checked against the layer table below. ``docs/design.md`` draws the same picture. Inside a
+part, modules may import each other, but never in a circle (``TYPE_CHECKING`` edges count: a
+circle a type checker needs is a circle in the design).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -57,10 +60,12 @@ def _part_of(module_path: tuple[str, ...]) -> str:
     return module_path[0] if module_path else "__init__"
 
 
-def _imported_parts(relative: Path, source: str) -> set[str]:
-    """The parts of the package that ``source`` (the module at ``relative``) imports."""
+def _imported_targets(relative: Path, source: str) -> Iterator[tuple[str, ...]]:
+    """Every ``toolwire`` name ``source`` (the module at ``relative``) imports, as a path.
+
+    ``from .x import y`` gives ``(..., "x", "y")``: ``y`` may be a module or a name in ``x``.
+    """
     here = list(relative.parts[:-1])  # the package the module lives in
-    found: set[str] = set()
     tree = ast.parse(source)
     for node in ast.walk(tree):
         targets: list[list[str]] = []
@@ -68,21 +73,85 @@ def _imported_parts(relative: Path, source: str) -> set[str]:
             if node.level == 0:
                 if node.module and node.module.split(".")[0] == "toolwire":
                     base = node.module.split(".")[1:]
-                    targets = [[*base, alias.name] for alias in node.names] if not base else [base]
+                    targets = [[*base, alias.name] for alias in node.names]
             else:
                 up = here[: len(here) - (node.level - 1)] if node.level > 1 else here
                 if node.level - 1 > len(here):
                     raise AssertionError(f"{relative}: relative import above the package")
                 base = up + (node.module.split(".") if node.module else [])
-                targets = [[*base, alias.name] for alias in node.names] if not base else [base]
+                targets = [[*base, alias.name] for alias in node.names]
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
                 if parts[0] == "toolwire" and len(parts) > 1:
                     targets.append(parts[1:])
         for target in targets:
-            found.add(_part_of(tuple(target)))
-    return found
+            yield tuple(target)
+
+
+def _imported_parts(relative: Path, source: str) -> set[str]:
+    """The parts of the package that ``source`` (the module at ``relative``) imports."""
+    return {_part_of(target) for target in _imported_targets(relative, source)}
+
+
+def _module_of(path: Path) -> tuple[str, ...]:
+    """The module path of a file: ``core/wire.py`` -> ``("core", "wire")``; a package's
+    ``__init__`` is the package itself (the top one: ``()``)."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def _import_graph(
+    sources: Mapping[tuple[str, ...], tuple[Path, str]],
+) -> dict[tuple[str, ...], set[tuple[str, ...]]]:
+    """Module -> the modules of the package it imports (``from p import m`` names ``p.m`` when
+    ``m`` is a module, else ``p``)."""
+    graph: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+    for module, (relative, source) in sources.items():
+        edges: set[tuple[str, ...]] = set()
+        for target in _imported_targets(relative, source):
+            if target in sources:
+                edges.add(target)
+            elif target[:-1] in sources:
+                edges.add(target[:-1])
+        edges.discard(module)
+        graph[module] = edges
+    return graph
+
+
+def _circles(graph: Mapping[tuple[str, ...], set[tuple[str, ...]]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), each sorted."""
+    index: dict[tuple[str, ...], int] = {}
+    low: dict[tuple[str, ...], int] = {}
+    stack: list[tuple[str, ...]] = []
+    on_stack: set[tuple[str, ...]] = set()
+    found: list[list[str]] = []
+
+    def visit(node: tuple[str, ...]) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group: list[tuple[str, ...]] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(".".join(("toolwire", *m)) for m in group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
 
 
 MODULES = _package_modules()
@@ -117,3 +186,28 @@ def test_the_checker_sees_upward_imports() -> None:
     )
     found = _imported_parts(Path("core/probe"), source)
     assert found == {"api", "loop", "cli", "stages", "core"}
+
+
+def test_no_module_imports_itself_in_a_circle() -> None:
+    sources = {
+        _module_of(path): (path.relative_to(ROOT).with_suffix(""), path.read_text("utf-8"))
+        for path in MODULES
+    }
+    assert _circles(_import_graph(sources)) == []
+
+
+def test_the_checker_sees_circles() -> None:
+    """The circle rule must be able to fail, a ``TYPE_CHECKING`` edge included."""
+    sources = {
+        ("heal",): (Path("heal/__init__"), ""),
+        ("heal", "a"): (Path("heal/a"), "from .b import B\n"),
+        ("heal", "b"): (Path("heal/b"), "from . import c\n"),
+        ("heal", "c"): (
+            Path("heal/c"),
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\n",
+        ),
+        ("heal", "d"): (Path("heal/d"), "from .a import A\n"),
+    }
+    assert _circles(_import_graph(sources)) == [
+        ["toolwire.heal.a", "toolwire.heal.b", "toolwire.heal.c"]
+    ]

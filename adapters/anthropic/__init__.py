@@ -1,8 +1,11 @@
-"""Anthropic Messages (``POST /v1/messages``, ``stream: true``): mapper, history, requests."""
+"""Anthropic Messages (``POST /v1/messages``, ``stream: true``), both directions: mapper,
+history, requests, and the healing encoder and format."""
 
-from ...core.mapper import MapperSettings, ProviderMapper
 from ..provider import Provider
 from .blocks import recorded_content as recorded_content
+from .encoder import AnthropicEventEncoder as AnthropicEventEncoder
+from .healing import ANTHROPIC as ANTHROPIC
+from .healing import open_anthropic_format
 from .history import AnthropicHistory as AnthropicHistory
 from .mapper import AnthropicMapper as AnthropicMapper
 from .request import read_anthropic_request as read_anthropic_request
@@ -11,8 +14,10 @@ from .wire import finish_reason_from_anthropic as finish_reason_from_anthropic
 from .wire import is_retryable as is_retryable
 
 __all__ = [
+    "ANTHROPIC",
     "PROVIDERS",
     "STOP_REASONS",
+    "AnthropicEventEncoder",
     "AnthropicHistory",
     "AnthropicMapper",
     "finish_reason_from_anthropic",
@@ -22,11 +27,13 @@ __all__ = [
 ]
 
 
-def _open_mapper(settings: MapperSettings) -> ProviderMapper:
-    return AnthropicMapper(settings)
-
-
 #: The provider name ``anthropic`` (``gen_ai.provider.name`` ``anthropic``).
 PROVIDERS: dict[str, Provider] = {
-    "anthropic": Provider("anthropic", _open_mapper, AnthropicHistory(), read_anthropic_request),
+    "anthropic": Provider(
+        "anthropic",
+        AnthropicMapper,
+        AnthropicHistory(),
+        read_anthropic_request,
+        open_anthropic_format,
+    ),
 }

@@ -8,7 +8,11 @@ from typing import Any
 from ...core.errors import ConfigurationError
 from ...core.request import RequestFacts, limit_from, stop_sequences_from
 
-__all__ = ["read_anthropic_request"]
+__all__ = ["LIMIT_KEYS", "read_anthropic_request"]
+
+#: The request key that sets the output-token limit: what :func:`read_anthropic_request` reads,
+#: and what a healing retry raises.
+LIMIT_KEYS = ("max_tokens",)
 
 #: The schema of a tool whose definition has none (built-in and server tools): any object.
 _ANY_OBJECT: dict[str, Any] = {"type": "object"}
@@ -28,7 +32,7 @@ def read_anthropic_request(body: Mapping[str, Any]) -> RequestFacts:
         raise ConfigurationError(f"request tools must be a list, got {type(tools).__name__}")
     model = body.get("model")
     return RequestFacts(
-        max_tokens=limit_from(body, "max_tokens"),
+        max_tokens=limit_from(body, *LIMIT_KEYS),
         stop_sequences=stop_sequences_from(body.get("stop_sequences"), "stop_sequences"),
         tools=tuple(_tool(tool) for tool in tools) if tools is not None else None,
         tool_choice=body.get("tool_choice"),

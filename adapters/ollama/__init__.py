@@ -4,7 +4,6 @@ Ollama's OpenAI-compatible ``/v1`` endpoint is read by :mod:`toolwire.adapters.o
 (provider name ``ollama-openai``); this package reads the native API (provider name ``ollama``).
 """
 
-from ...core.mapper import MapperSettings, ProviderMapper
 from ..provider import Provider
 from .history import OllamaHistory as OllamaHistory
 from .mapper import OllamaMapper as OllamaMapper
@@ -20,11 +19,7 @@ __all__ = [
 ]
 
 
-def _open_mapper(settings: MapperSettings) -> ProviderMapper:
-    return OllamaMapper(settings)
-
-
-#: The provider name that reads Ollama's native chat streams.
+#: The provider name that reads Ollama's native chat streams (not healed yet).
 PROVIDERS: dict[str, Provider] = {
-    "ollama": Provider("ollama", _open_mapper, OllamaHistory(), read_ollama_request),
+    "ollama": Provider("ollama", OllamaMapper, OllamaHistory(), read_ollama_request),
 }

@@ -1,7 +1,13 @@
-"""OpenAI Chat Completions, and every server that speaks it: mapper, history, requests, profiles."""
+"""OpenAI Chat Completions, and every server that speaks it, both directions: mapper, history,
+requests, server profiles, and the healing encoder, format and ``chat.completion`` bodies."""
 
 from ...core.mapper import MapperSettings, ProviderMapper
 from ..provider import Provider
+from .encoder import ChatChunkEncoder as ChatChunkEncoder
+from .encoder import encode_events as encode_events
+from .healing import CHAT as CHAT
+from .healing import ChatWireFormat as ChatWireFormat
+from .healing import open_chat_format
 from .history import OpenAIChatHistory as OpenAIChatHistory
 from .mapper import OpenAIChatMapper as OpenAIChatMapper
 from .mapper import finish_reason_from_openai as finish_reason_from_openai
@@ -9,15 +15,19 @@ from .profiles import CHAT_PROFILES, ServerProfile
 from .request import read_chat_request as read_chat_request
 
 __all__ = [
+    "CHAT",
     "PROVIDERS",
+    "ChatChunkEncoder",
+    "ChatWireFormat",
     "OpenAIChatHistory",
     "OpenAIChatMapper",
+    "encode_events",
     "finish_reason_from_openai",
     "read_chat_request",
 ]
 
 
-def _provider(profile: ServerProfile) -> Provider:
+def _provider(name: str, profile: ServerProfile) -> Provider:
     def open_mapper(settings: MapperSettings) -> ProviderMapper:
         return OpenAIChatMapper(settings, profile)
 
@@ -28,8 +38,9 @@ def _provider(profile: ServerProfile) -> Provider:
             empty_content=profile.empty_assistant_content, result_role=profile.tool_result_role
         ),
         read_chat_request,
+        open_chat_format(name),
     )
 
 
 #: Every provider name that reads Chat Completions streams, each with its server's profile.
-PROVIDERS: dict[str, Provider] = {name: _provider(p) for name, p in CHAT_PROFILES.items()}
+PROVIDERS: dict[str, Provider] = {name: _provider(name, p) for name, p in CHAT_PROFILES.items()}

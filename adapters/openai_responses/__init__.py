@@ -1,7 +1,10 @@
-"""OpenAI Responses (``POST /v1/responses``, ``stream: true``): mapper, history, requests."""
+"""OpenAI Responses (``POST /v1/responses``, ``stream: true``), both directions: mapper,
+history, requests, and the healing encoder and format."""
 
-from ...core.mapper import MapperSettings, ProviderMapper
 from ..provider import Provider
+from .encoder import ResponsesEventEncoder as ResponsesEventEncoder
+from .healing import RESPONSES as RESPONSES
+from .healing import open_responses_format
 from .history import OpenAIResponsesHistory as OpenAIResponsesHistory
 from .items import ResponsesOutputItem as ResponsesOutputItem
 from .items import output_items as output_items
@@ -11,8 +14,10 @@ from .wire import stop_reason_from_responses as stop_reason_from_responses
 
 __all__ = [
     "PROVIDERS",
+    "RESPONSES",
     "OpenAIResponsesHistory",
     "OpenAIResponsesMapper",
+    "ResponsesEventEncoder",
     "ResponsesOutputItem",
     "output_items",
     "read_responses_request",
@@ -20,13 +25,13 @@ __all__ = [
 ]
 
 
-def _open_mapper(settings: MapperSettings) -> ProviderMapper:
-    return OpenAIResponsesMapper(settings)
-
-
 #: The provider names that read Responses streams.
 PROVIDERS: dict[str, Provider] = {
     "openai-responses": Provider(
-        "openai", _open_mapper, OpenAIResponsesHistory(), read_responses_request
+        "openai",
+        OpenAIResponsesMapper,
+        OpenAIResponsesHistory(),
+        read_responses_request,
+        open_responses_format,
     ),
 }

@@ -8,7 +8,11 @@ from typing import Any
 from ...core.errors import ConfigurationError
 from ...core.request import RequestFacts, limit_from
 
-__all__ = ["read_responses_request"]
+__all__ = ["LIMIT_KEYS", "read_responses_request"]
+
+#: The request key that sets the output-token limit: what :func:`read_responses_request` reads,
+#: and what a healing retry raises.
+LIMIT_KEYS = ("max_output_tokens",)
 
 
 def read_responses_request(body: Mapping[str, Any]) -> RequestFacts:
@@ -35,7 +39,7 @@ def read_responses_request(body: Mapping[str, Any]) -> RequestFacts:
     )
     model = body.get("model")
     return RequestFacts(
-        max_tokens=limit_from(body, "max_output_tokens"),
+        max_tokens=limit_from(body, *LIMIT_KEYS),
         stop_sequences=(),
         tools=functions,
         tool_choice=body.get("tool_choice"),

@@ -29,6 +29,7 @@ __all__ = [
     "MAX_DISTINCT_VALUES",
     "OTHER",
     "UNKNOWN_MODEL",
+    "BoundedValues",
     "Instruments",
     "PerMeterProvider",
     "instruments_for",
@@ -46,8 +47,9 @@ ARGUMENT_SIZE_BUCKETS: Sequence[float] = (0, 16, 64, 256, 1024, 4096, 16384, 655
 _NAME_CAP = 128
 
 
-class _BoundedValues:
-    """The first ``limit`` distinct values seen pass; any later one becomes :data:`OTHER`."""
+class BoundedValues:
+    """The first ``limit`` distinct values seen pass (cut to 128 characters); any later one
+    becomes :data:`OTHER`. Thread-safe: one per attribute per meter provider."""
 
     __slots__ = ("_limit", "_lock", "_seen")
 
@@ -57,6 +59,7 @@ class _BoundedValues:
         self._lock = threading.Lock()
 
     def __call__(self, value: str) -> str:
+        """``value`` as it is reported: itself, cut to 128 characters, or :data:`OTHER`."""
         value = value[:_NAME_CAP]
         if value in self._seen:
             return value
@@ -97,8 +100,8 @@ class Instruments:
             description="Length of the raw arguments text of each tool call, in characters.",
             explicit_bucket_boundaries_advisory=ARGUMENT_SIZE_BUCKETS,
         )
-        self._tools = _BoundedValues(max_distinct)
-        self._models = _BoundedValues(max_distinct)
+        self._tools = BoundedValues(max_distinct)
+        self._models = BoundedValues(max_distinct)
 
     def record_call(
         self,

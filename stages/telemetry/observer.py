@@ -59,6 +59,7 @@ __all__ = [
     "Telemetry",
     "TurnObserver",
     "capture_content_from_env",
+    "exported_content",
     "observe_turn",
     "start_observer",
 ]
@@ -96,6 +97,20 @@ def capture_content_from_env(environ: Mapping[str, str] = os.environ) -> bool:
     return environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in _TRUE
 
 
+def exported_content(text: str, redact: Redactor | None, cap: int) -> str | None:
+    """``text`` as it may be exported: through ``redact`` (``None`` from it: nothing may be),
+    then cut at ``cap`` characters with a marker. What ``redact`` raises propagates: the caller
+    reports it and exports nothing."""
+    if redact is not None:
+        redacted = redact(text)
+        if redacted is None:
+            return None
+        text = str(redacted)
+    if len(text) > cap:
+        text = f"{text[:cap]}… ({len(text)} characters)"
+    return text
+
+
 class Telemetry:
     """How toolwire reports a run: providers, content capture. Plain, reusable configuration.
 
@@ -130,6 +145,12 @@ class Telemetry:
         self.redact = redact
         self.content_cap = content_cap
 
+    def captures_content(self) -> bool:
+        """Whether a run starting now captures content: the setting, or the environment's."""
+        if self.capture_content is not None:
+            return self.capture_content
+        return capture_content_from_env()
+
     def start(
         self,
         provider: str,
@@ -146,9 +167,7 @@ class Telemetry:
             # Broken metrics must not cost the spans: record to no-op instruments instead.
             _report("metrics")
             instruments = Instruments(metrics.NoOpMeter("toolwire"))
-        capture = (
-            self.capture_content if self.capture_content is not None else capture_content_from_env()
-        )
+        capture = self.captures_content()
         return TurnObserver(
             tracer,
             instruments,
@@ -469,20 +488,13 @@ class TurnObserver:
         return ("arguments_unterminated",)
 
     def _put_content(self, attributes: dict[str, Any], key: str, text: str) -> None:
-        redact = self._redact
-        if redact is not None:
-            try:
-                redacted = redact(text)
-            except Exception:
-                _report("redact")
-                return  # never export what the hook was meant to redact
-            if redacted is None:
-                return
-            text = str(redacted)
-        cap = self._content_cap
-        if len(text) > cap:
-            text = f"{text[:cap]}… ({len(text)} characters)"
-        attributes[key] = text
+        try:
+            exported = exported_content(text, self._redact, self._content_cap)
+        except Exception:
+            _report("redact")
+            return  # never export what the hook was meant to redact
+        if exported is not None:
+            attributes[key] = exported
 
     # -- end ---------------------------------------------------------------------------------
 

@@ -42,8 +42,8 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.settings import ModelSettings
 
 import toolwire
+from toolwire.adapters.openai_chat.completion import completion_as_stream
 from toolwire.heal import Httpx2Bridge
-from toolwire.heal.completion import completion_as_stream
 
 from .client import SDK_ON_TRIO_LEAK
 from .upstream import HealUpstream, Reply, completion, running_upstream

@@ -6,16 +6,16 @@ recorded or hand-built bytes) and reads what it sends and the retry requests it 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 from _toolwire_testdata import chat_chunk, load_stream, sse_body
 
 import toolwire
-from toolwire.heal import ChatChunkEncoder, HealSession
-from toolwire.heal.encoder import DONE, WireItem
-from toolwire.heal.request import ACCEPTED_NOTE, plan_request, raised_limit
+from toolwire.adapters.encoding import ACCEPTED_NOTE
+from toolwire.adapters.openai_chat import ChatChunkEncoder, ChatWireFormat
+from toolwire.core.wire import DONE, WireItem
+from toolwire.heal import HealSession
 from toolwire.heal.session import AttemptEnd
 
 pytestmark = pytest.mark.anyio
@@ -85,7 +85,7 @@ class Exchange:
                  *, usage: bool = True, **options: Any) -> None:
         self.pipeline = toolwire.Pipeline(provider)
         self.session = HealSession(
-            body or _body(), self.pipeline.next_messages,
+            body or _body(), self.pipeline.next_messages, wire=ChatWireFormat(provider),
             encoder=ChatChunkEncoder(usage=usage), **options,
         )
         self.sent: list[WireItem] = []
@@ -179,16 +179,6 @@ async def test_without_a_ceiling_the_limit_stays(anyio_backend: str) -> None:
     end = await exchange.respond(load_stream(CUT_WRITE))
     assert end.retry is not None
     assert (end.retry.max_tokens, end.retry.body["max_tokens"]) == (None, 24)
-
-
-def test_raised_limit() -> None:
-    assert raised_limit({"max_completion_tokens": 100, "max_tokens": 300}, 500) == (
-        {"max_completion_tokens": 200, "max_tokens": 500},
-        200,
-    )
-    assert raised_limit({"max_tokens": 500}, 500) == ({"max_tokens": 500}, None)
-    assert raised_limit({"model": "m"}, 500) == ({"model": "m"}, None)
-    assert raised_limit({"max_tokens": True}, 500) == ({"max_tokens": True}, None)
 
 
 async def test_past_the_retries_a_limit_cut_finishes_length(anyio_backend: str) -> None:
@@ -321,25 +311,3 @@ async def test_rewritten_says_whether_the_body_may_pass_byte_for_byte(anyio_back
     corrected = Exchange()
     await corrected.respond(load_stream(CUT_WRITE))
     assert corrected.session.rewritten
-
-
-def test_which_requests_are_healed() -> None:
-    def plan(body: dict[str, Any]) -> Any:
-        return plan_request(json.dumps(body).encode())
-
-    assert plan({"model": "m", "messages": []}) is None  # no tools: nothing to judge
-    assert plan(_body(tools=[])) is None
-    assert plan(_body(n=2)) is None
-    assert plan_request(b"not json") is None
-    assert plan_request(b"[1, 2]") is None
-    asked = plan(_body())
-    assert asked.content is None
-    assert asked.client_wants_usage
-    assert asked.streaming
-    not_asked = plan(_body(stream_options={"other": 1}))
-    assert not not_asked.client_wants_usage
-    assert not_asked.body["stream_options"] == {"other": 1, "include_usage": True}
-    assert json.loads(not_asked.content) == not_asked.body
-    whole = plan(_body(stream=False, stream_options=None))
-    assert whole.content is None
-    assert not whole.streaming

@@ -22,7 +22,7 @@ from _toolwire_testdata import load_stream
 from e2e.server import text_reply, tool_calls_reply
 
 import toolwire
-from toolwire.heal.request import ACCEPTED_NOTE
+from toolwire.adapters.encoding import ACCEPTED_NOTE
 
 from .client import (
     GOOD_WRITE,

@@ -20,6 +20,9 @@ from hypothesis import strategies as st
 
 import toolwire
 import toolwire.events
+from toolwire.adapters.encoding import sse_frame
+from toolwire.adapters.openai_chat import CHAT, ChatChunkEncoder, encode_events
+from toolwire.adapters.openai_chat.encoder import client_finish_reason
 from toolwire.core.events import (
     Event,
     Finish,
@@ -30,8 +33,7 @@ from toolwire.core.events import (
     Usage,
 )
 from toolwire.core.turn import Turn
-from toolwire.heal import ChatChunkEncoder, encode_events, sse_frame
-from toolwire.heal.encoder import DONE, client_finish_reason
+from toolwire.core.wire import DONE
 
 pytestmark = pytest.mark.anyio
 
@@ -362,3 +364,52 @@ def test_any_generated_stream_round_trips(
     assert msgspec.json.decode(encoded.split(b"data: ")[1]) ["choices"][0]["delta"]["role"] == (
         "assistant"
     )
+
+
+# -- requests (the Chat format's plan and raised limit) ------------------------------------------
+
+
+def _body(**extra: Any) -> dict[str, Any]:
+    return {
+        "model": "m",
+        "messages": [{"role": "user", "content": "Write hello to notes.txt"}],
+        "tools": [{"type": "function", "function": {"name": "write", "parameters": {}}}],
+        "max_tokens": 24,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        **extra,
+    }
+
+
+def test_raised_limit() -> None:
+    assert CHAT.raised_limit({"max_completion_tokens": 100, "max_tokens": 300}, 500) == (
+        {"max_completion_tokens": 200, "max_tokens": 500},
+        200,
+    )
+    assert CHAT.raised_limit({"max_tokens": 500}, 500) == ({"max_tokens": 500}, None)
+    assert CHAT.raised_limit({"model": "m"}, 500) == ({"model": "m"}, None)
+    assert CHAT.raised_limit({"max_tokens": True}, 500) == ({"max_tokens": True}, None)
+
+
+
+
+def test_which_requests_are_healed() -> None:
+    def plan(body: dict[str, Any]) -> Any:
+        return CHAT.plan_request(json.dumps(body).encode())
+
+    assert plan({"model": "m", "messages": []}) is None  # no tools: nothing to judge
+    assert plan(_body(tools=[])) is None
+    assert plan(_body(n=2)) is None
+    assert CHAT.plan_request(b"not json") is None
+    assert CHAT.plan_request(b"[1, 2]") is None
+    asked = plan(_body())
+    assert asked.content is None
+    assert asked.client_wants_usage
+    assert asked.streaming
+    not_asked = plan(_body(stream_options={"other": 1}))
+    assert not not_asked.client_wants_usage
+    assert not_asked.body["stream_options"] == {"other": 1, "include_usage": True}
+    assert json.loads(not_asked.content) == not_asked.body
+    whole = plan(_body(stream=False, stream_options=None))
+    assert whole.content is None
+    assert not whole.streaming

@@ -19,11 +19,16 @@ import httpx
 import openai
 import pytest
 from _toolwire_testdata import STREAMS, data_payloads, load_stream
+from heal.client import SDK_ON_TRIO_LEAK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolwire
 import toolwire.events
+from toolwire.adapters.encoding import ACCEPTED_NOTE
+from toolwire.adapters.openai_responses import RESPONSES, ResponsesEventEncoder
+from toolwire.adapters.openai_responses.encoder import ReasoningPart
+from toolwire.adapters.openai_responses.healing import ResponsesWireFormat
 from toolwire.core.events import (
     Event,
     Finish,
@@ -34,14 +39,9 @@ from toolwire.core.events import (
     Usage,
     Verdict,
 )
+from toolwire.core.results import rejected_result
+from toolwire.core.wire import WireItem
 from toolwire.heal import HealSession
-from toolwire.heal.encoder import WireItem
-from toolwire.heal.request import ACCEPTED_NOTE
-from toolwire.heal.responses_encoder import ReasoningPart, ResponsesEventEncoder
-from toolwire.heal.responses_format import RESPONSES, ResponsesWireFormat
-from toolwire.loop import rejected_result
-
-from .client import SDK_ON_TRIO_LEAK
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings(SDK_ON_TRIO_LEAK)]
 

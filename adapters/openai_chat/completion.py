@@ -5,7 +5,7 @@ equivalent to (:func:`completion_as_stream`: the message as one delta, its finis
 then ``[DONE]``: the response was whole). The healing session then runs exactly as for a
 stream, and :func:`completion_body` folds what it sends into the client's body: the first
 response's body with the message, ``finish_reason`` and usage replaced, every other field kept.
-A healing that fails is an HTTP error for the client (:func:`error_status`).
+A healing that fails is an HTTP error for the client, with the body :func:`error_status` finds.
 """
 
 from __future__ import annotations
@@ -15,20 +15,15 @@ from typing import Any
 
 import msgspec
 
-from .encoder import Done, WireItem, json_object
+from ...core.wire import Done, WireItem
+from ..encoding import json_object
 
 __all__ = [
-    "FAILED_STATUS",
     "completion_as_stream",
     "completion_body",
     "error_status",
     "read_completion",
 ]
-
-#: The status of a non-streamed exchange whose healing failed: the upstream answered, but with
-#: a call toolwire will not pass on (502 Bad Gateway), sent with ``x-should-retry: false`` so
-#: that the openai SDK raises at once instead of sending the whole request again.
-FAILED_STATUS = 502
 
 _encode = msgspec.json.Encoder().encode
 _REASONING_KEYS = ("reasoning_content", "reasoning")

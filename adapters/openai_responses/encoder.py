@@ -2,10 +2,10 @@
 
 :class:`ResponsesEventEncoder` writes one client response as Responses stream events (plain
 dicts, each with the next ``sequence_number``, framed by
-:func:`~toolwire.heal.wire_format.named_sse_frame`);
-:data:`~toolwire.heal.responses_format.RESPONSES` binds it with the requests and whole bodies
-of ``POST /v1/responses``. What a client can rely on, beyond the
-contract every healing encoder keeps (:mod:`toolwire.heal.encoder`):
+:func:`~toolwire.adapters.encoding.named_sse_frame`);
+:data:`~toolwire.adapters.openai_responses.healing.RESPONSES` binds it with the requests and
+whole bodies of ``POST /v1/responses``. What a client can rely on, beyond the contract every
+healing encoder keeps (:mod:`toolwire.adapters.openai_chat.encoder` states it):
 
 - ``response.created`` and ``response.in_progress`` go out as soon as the response is known,
   with the first upstream response's id and model and the request's parameters (``tools``,
@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NamedTuple
 
 import msgspec
 
-from ..core.events import (
+from ...core.events import (
     Event,
     Finish,
     ProviderError,
@@ -65,10 +65,11 @@ from ..core.events import (
     ToolCallRepaired,
     Usage,
 )
-from .encoder import CallIds, WireItem, add_usage, call_arguments, error_payload, re_encode
+from ...core.wire import WireItem
+from ..encoding import EncoderState, add_usage, call_arguments, error_payload, re_encode
 
 if TYPE_CHECKING:
-    from .wire_format import HealEncoder
+    from ...core.wire import HealEncoder
 
 __all__ = ["TERMINALS", "WRITTEN", "ReasoningPart", "ResponsesEventEncoder"]
 
@@ -186,7 +187,7 @@ class _OpenItem:
         return {"logprobs": []} if self.form.item_type == "message" else {}
 
 
-class ResponsesEventEncoder:
+class ResponsesEventEncoder(EncoderState):
     """Writes one Responses response, event by event, for one client. Sans-I/O, not reusable.
 
     ``request`` is the body that went upstream (its parameters are echoed in the response
@@ -201,19 +202,13 @@ class ResponsesEventEncoder:
     CALLS: ClassVar[str] = "completed"
 
     __slots__ = (
-        "_calls_sent",
         "_created_at",
         "_echo",
-        "_failed",
-        "_finished",
-        "_ids",
         "_model",
         "_open",
         "_output",
         "_response_id",
         "_sequence",
-        "_started",
-        "_usage",
         "reasoning_part",
     )
 
@@ -224,6 +219,7 @@ class ResponsesEventEncoder:
         reasoning: ReasoningPart | None = None,
         created_at: int | None = None,
     ) -> None:
+        super().__init__()
         body = request or {}
         self.reasoning_part = reasoning
         self._echo = {**_ECHO_DEFAULTS, **{key: body[key] for key in _ECHOED if key in body}}
@@ -231,20 +227,9 @@ class ResponsesEventEncoder:
         self._model = model if isinstance(model, str) else ""
         self._response_id = f"resp_{uuid.uuid4().hex}"
         self._created_at = int(time.time()) if created_at is None else created_at
-        self._started = False
-        self._failed = False
         self._sequence = 0
         self._output: list[dict[str, Any]] = []
         self._open: _OpenItem | None = None
-        self._calls_sent = 0
-        self._finished = False
-        self._ids = CallIds()
-        self._usage: Usage | None = None
-
-    @property
-    def calls_sent(self) -> int:
-        """How many calls went out."""
-        return self._calls_sent
 
     @property
     def response_id(self) -> str:
@@ -274,12 +259,11 @@ class ResponsesEventEncoder:
             "usage": _usage_object(usage),
         }
 
-    def _opening(self, out: list[WireItem]) -> None:
-        if self._started:
-            return
-        self._started = True
-        out.append(self._event("response.created", response=self._response("in_progress")))
-        out.append(self._event("response.in_progress", response=self._response("in_progress")))
+    def _opened(self) -> list[WireItem]:
+        return [
+            self._event("response.created", response=self._response("in_progress")),
+            self._event("response.in_progress", response=self._response("in_progress")),
+        ]
 
     def _close(self, out: list[WireItem]) -> None:
         item = self._open
@@ -363,18 +347,9 @@ class ResponsesEventEncoder:
         self._calls_sent += 1
         return out
 
-    @property
-    def finished(self) -> bool:
-        """Whether the terminal event went out (nothing follows it)."""
-        return self._finished
-
     def usage(self, event: Usage) -> None:
         """Count a usage report (they add up); it goes out with the terminal event."""
         self._usage = add_usage(self._usage, event)
-
-    def set_usage(self, usage: Usage | None) -> None:
-        """The usage the terminal event reports (the healing session gives the exchange's sum)."""
-        self._usage = usage
 
     def finish(self, reason: str) -> list[WireItem]:
         """Close the open item; the terminal event for ``reason`` (see the module docstring).
@@ -450,7 +425,7 @@ class ResponsesEventEncoder:
 
     def feed(self, event: Event) -> list[WireItem]:
         """What ``event`` of a judged stream puts on the wire, with no healing
-        (:func:`~toolwire.heal.encoder.re_encode`); nothing after an error."""
+        (:func:`~toolwire.adapters.encoding.re_encode`); nothing after an error."""
         return [] if self._failed else re_encode(self, event)
 
 
@@ -469,9 +444,6 @@ def _usage_object(usage: Usage | None) -> dict[str, Any] | None:
         body["output_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
     body["total_tokens"] = total
     return body
-
-
-# -- requests and whole bodies -----------------------------------------------------------------
 
 
 if TYPE_CHECKING:

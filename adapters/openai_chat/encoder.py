@@ -1,8 +1,9 @@
 """Judged events back into Chat Completions chunks: the Chat adapter's mapper, run backwards.
 
 :class:`ChatChunkEncoder` is sans-I/O: it is handed toolwire events and gives back chunk
-objects (plain dicts in the ``chat.completion.chunk`` shape); :func:`sse_frame` frames them for
-the wire. What a client reading the result can rely on:
+objects (plain dicts in the ``chat.completion.chunk`` shape), framed for the wire by
+:func:`~toolwire.adapters.encoding.sse_frame`. What a client reading the result can
+rely on (every healing encoder keeps the same contract in its own format):
 
 - Text and reasoning pass through as they arrive, one chunk per delta: toolwire never delays a
   client's first byte (the role chunk goes out as soon as the response is known).
@@ -31,109 +32,34 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import msgspec
-
-from ..core.events import (
+from ...core.events import (
     Event,
     Finish,
     ProviderError,
-    ReasoningDelta,
     ResponseInfo,
-    StreamEnd,
-    TextDelta,
     ToolCallReady,
     ToolCallRepaired,
     Usage,
 )
+from ...core.wire import DONE, WireItem
+from ..encoding import EncoderState, add_usage, call_arguments, error_payload, re_encode, sse_frame
 
 if TYPE_CHECKING:
-    from .wire_format import HealEncoder
+    from ...core.wire import HealEncoder
 
 __all__ = [
-    "DONE",
-    "CallIds",
     "ChatChunkEncoder",
     "Chunk",
-    "Done",
-    "WireItem",
-    "add_usage",
-    "call_arguments",
     "client_finish_reason",
     "encode_events",
-    "error_payload",
-    "json_object",
-    "re_encode",
-    "sse_frame",
     "upstream_error_object",
     "usage_object",
 ]
 
 #: One chunk object, as it goes out in a ``data:`` line.
 Chunk = dict[str, Any]
-
-
-class Done:
-    """The end marker of a stream (``data: [DONE]``): not a chunk, so not a dict."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "DONE"
-
-
-#: The one end marker.
-DONE: Final = Done()
-
-#: What an encoder or a healing session gives back: chunks, and the end marker last.
-WireItem = Chunk | Done
-
-_encode = msgspec.json.Encoder().encode
-
-
-def sse_frame(items: Iterable[WireItem]) -> bytes:
-    """``data: <chunk>`` lines (and ``data: [DONE]``), each followed by a blank line."""
-    out = bytearray()
-    for item in items:
-        if isinstance(item, Done):
-            out += b"data: [DONE]\n\n"
-        else:
-            out += b"data: " + _encode(item) + b"\n\n"
-    return bytes(out)
-
-
-class CallIds:
-    """The call ids one client response used, so that each call it sends has its own.
-
-    Another response of the same healed turn (a retry, a scripted server) may use an id again:
-    the second gets ``<id><separator>h2``, then ``h3``... (``~`` by default; Anthropic's ids
-    allow only ``[a-zA-Z0-9_-]``, so it uses ``_``).
-    """
-
-    __slots__ = ("_separator", "_used")
-
-    def __init__(self, separator: str = "~") -> None:
-        self._separator = separator
-        self._used: set[str] = set()
-
-    def claim(self, call_id: str) -> str:
-        """``call_id``, or the first free variant of it; either way, used from now on."""
-        if call_id in self._used:
-            n = 2
-            while f"{call_id}{self._separator}h{n}" in self._used:
-                n += 1
-            call_id = f"{call_id}{self._separator}h{n}"
-        self._used.add(call_id)
-        return call_id
-
-
-def call_arguments(event: ToolCallReady | ToolCallRepaired) -> str:
-    """The arguments text a client receives: as sent when ``ok``, compact JSON when repaired."""
-    verdict = event.verdict
-    if isinstance(event, ToolCallReady) and verdict.outcome == "ok":
-        return event.call.arguments_raw
-    return _encode(verdict.arguments).decode()
 
 
 def client_finish_reason(finish: Finish, *, calls_sent: bool) -> str:
@@ -148,24 +74,6 @@ def client_finish_reason(finish: Finish, *, calls_sent: bool) -> str:
     return raw
 
 
-def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
-    """The field-by-field sum of two usage reports (a field neither reported stays ``None``)."""
-    if total is None:
-        return more
-    if more is None:
-        return total
-
-    def plus(a: int | None, b: int | None) -> int | None:
-        return b if a is None else a if b is None else a + b
-
-    return Usage(
-        input_tokens=plus(total.input_tokens, more.input_tokens),
-        output_tokens=plus(total.output_tokens, more.output_tokens),
-        total_tokens=plus(total.total_tokens, more.total_tokens),
-        reasoning_tokens=plus(total.reasoning_tokens, more.reasoning_tokens),
-    )
-
-
 def usage_object(usage: Usage) -> dict[str, Any]:
     """``usage`` in the Chat Completions shape (``prompt_tokens``, ``completion_tokens``...)."""
     body: dict[str, Any] = {
@@ -178,7 +86,7 @@ def usage_object(usage: Usage) -> dict[str, Any]:
     return body
 
 
-class ChatChunkEncoder:
+class ChatChunkEncoder(EncoderState):
     """Writes one Chat Completions response, chunk by chunk, for one client. Sans-I/O.
 
     Use :meth:`feed` for a plain re-encoding of one judged stream, or the building blocks
@@ -194,15 +102,9 @@ class ChatChunkEncoder:
     CALLS: ClassVar[str] = "tool_calls"
 
     __slots__ = (
-        "_calls_sent",
         "_created",
-        "_failed",
-        "_finished",
-        "_ids",
         "_model",
         "_response_id",
-        "_started",
-        "_usage",
         "reasoning_field",
         "send_usage",
     )
@@ -214,29 +116,14 @@ class ChatChunkEncoder:
         created: int | None = None,
         reasoning_field: str = "reasoning_content",
     ) -> None:
+        super().__init__()
         self.send_usage = usage
         self.reasoning_field = reasoning_field
         self._created = int(time.time()) if created is None else created
         self._response_id: str | None = None
         self._model: str | None = None
-        self._started = False
-        self._failed = False
-        self._finished = False
-        self._calls_sent = 0
-        self._ids = CallIds()
-        self._usage: Usage | None = None
 
     # -- what has gone out -------------------------------------------------------------------
-
-    @property
-    def calls_sent(self) -> int:
-        """How many calls went out (the next call's client index)."""
-        return self._calls_sent
-
-    @property
-    def finished(self) -> bool:
-        """Whether the finish went out (what ends the response is then due)."""
-        return self._finished
 
     @property
     def response_id(self) -> str | None:
@@ -266,10 +153,8 @@ class ChatChunkEncoder:
             ],
         }
 
-    def _opening(self, out: list[WireItem]) -> None:
-        if not self._started:
-            self._started = True
-            out.append(self._chunk({"role": "assistant", "content": None}))
+    def _opened(self) -> list[WireItem]:
+        return [self._chunk({"role": "assistant", "content": None})]
 
     def info(self, event: ResponseInfo) -> list[WireItem]:
         """The response is known: take its id and model and open the message.
@@ -317,10 +202,6 @@ class ChatChunkEncoder:
     def usage(self, event: Usage) -> None:
         """Count a usage report; it goes out with :meth:`end`."""
         self._usage = add_usage(self._usage, event)
-
-    def set_usage(self, usage: Usage | None) -> None:
-        """Replace the usage to report (the healing session reports the sum of its responses)."""
-        self._usage = usage
 
     def finish(self, reason: str) -> list[WireItem]:
         """The finish chunk with ``reason`` as the client's ``finish_reason``."""
@@ -384,57 +265,6 @@ class ChatChunkEncoder:
         return re_encode(self, event)
 
 
-def re_encode(encoder: HealEncoder, event: Event) -> list[WireItem]:
-    """What ``event`` of a judged stream puts on the wire with no healing, in any format.
-
-    The one plain re-encoding behind every encoder's ``feed``: text, reasoning and accepted
-    calls at once; a rejected call, the events of calls still being judged and anything
-    unknown, nothing; usage counted (``encoder.usage``: each format knows whether its reports
-    add up or are cumulative); a fatal provider error as the format's in-band error; the
-    finish as the client's finish; after a finish, the stream's end closes the response even
-    when the server left its end marker out. A stream that dropped gets neither a finish nor
-    an end, as it had none.
-    """
-    match event:
-        case TextDelta():
-            return encoder.text(event.text)
-        case ReasoningDelta():
-            return encoder.reasoning(event.text)
-        case ToolCallReady() | ToolCallRepaired():
-            return encoder.call(event)
-        case ResponseInfo():
-            return encoder.info(event)
-        case Usage():
-            encoder.usage(event)
-        case ProviderError() if event.fatal and event.kind != "transport":
-            return encoder.error(encoder.upstream_error(event))
-        case Finish() if event.reason not in ("error", "disconnected"):
-            calls_sent = encoder.calls_sent > 0
-            return encoder.finish(encoder.client_finish_reason(event, calls_sent=calls_sent))
-        case StreamEnd() if encoder.finished:
-            return encoder.end()
-    return []
-
-
-def json_object(data: bytes | str) -> dict[str, Any] | None:
-    """``data`` decoded when it is one whole JSON object; ``None`` when it is not JSON, was cut,
-    or is another JSON value. Every request, body and error payload healing reads starts here.
-    """
-    try:
-        value = msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def error_payload(error: ProviderError) -> dict[str, Any]:
-    """A server's in-band error payload, decoded, when it is whole JSON; ``{}`` otherwise (a
-    payload cut by ``cap_text``, an error that is no payload)."""
-    if error.kind != "error_payload" or not error.raw:
-        return {}
-    return json_object(error.raw) or {}
-
-
 def upstream_error_object(error: ProviderError) -> dict[str, Any]:
     """The ``error`` object to send for a fatal provider error.
 
@@ -459,3 +289,7 @@ def encode_events(events: Iterable[Event], **options: Any) -> bytes:
     """Re-encode a whole judged stream as an SSE body (``options`` go to the encoder)."""
     encoder = ChatChunkEncoder(**options)
     return sse_frame(item for event in events for item in encoder.feed(event))
+
+
+if TYPE_CHECKING:
+    _encoder: HealEncoder = ChatChunkEncoder()

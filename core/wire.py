@@ -1,16 +1,21 @@
-"""What healing needs to know of one wire format: the seam between the session and a format.
+"""The write side's ports: what a healing session needs of one wire format.
 
-The healing session (:mod:`~toolwire.heal.session`) and the shells (the httpx transport, the
+The healing session (:mod:`toolwire.heal.session`) and the shells (the httpx transport, the
 ``toolwire serve`` proxy) are the same for every provider; what differs is written once per
-format behind two small protocols:
+format, in its adapter package (``adapters/<provider>/``), behind two small protocols, as its
+reading side is behind :class:`~toolwire.core.mapper.ProviderMapper`:
 
 - :class:`HealEncoder` writes one client response, event by event, in the format (the format's
-  adapter run backwards). The session calls its building blocks; the items it returns are the
-  format's own objects (plain dicts; :data:`~toolwire.heal.encoder.DONE` for Chat's end
-  marker), framed for the wire by :meth:`WireFormat.frame`.
+  mapper run backwards). The session calls its building blocks; the items it returns are the
+  format's own objects (plain dicts; :data:`DONE` for Chat's end marker), framed for the wire
+  by :meth:`WireFormat.frame`.
 - :class:`WireFormat` knows the requests and whole bodies of the format: which request is
-  healed and what goes upstream, the follow-up that asks again, the token-limit keys, and how
-  a non-streamed body is read as a stream and written back.
+  healed and what goes upstream (a :class:`HealPlan`), the follow-up that asks again, the
+  token-limit keys, and how a non-streamed body is read as a stream and written back.
+
+A provider names its format on its :class:`~toolwire.adapters.provider.Provider` as a
+:data:`WireFormatFactory`, given :class:`HealSettings`, as it names its mapper as a
+:data:`~toolwire.core.mapper.MapperFactory`.
 
 The session speaks each format's own finish vocabulary through the encoder: ``LENGTH`` (the
 token limit: ``length``, ``max_tokens``, ``incomplete``), ``CALLS`` (a turn that ends with calls
@@ -20,11 +25,11 @@ to run), and :meth:`HealEncoder.client_finish_reason` for everything else.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 import msgspec
 
-from ..core.events import (
+from .events import (
     Finish,
     ProviderError,
     ResponseInfo,
@@ -32,11 +37,54 @@ from ..core.events import (
     ToolCallRepaired,
     Usage,
 )
-from ..core.turn import Turn
-from .encoder import WireItem
-from .request import HealPlan, NextMessages
+from .results import ToolResult
+from .turn import Turn
 
-__all__ = ["HealEncoder", "WireFormat", "named_sse_frame", "with_first_parts"]
+__all__ = [
+    "DONE",
+    "Done",
+    "HealEncoder",
+    "HealPlan",
+    "HealSettings",
+    "NextMessages",
+    "WireFormat",
+    "WireFormatFactory",
+    "WireItem",
+]
+
+
+class Done:
+    """The end marker of a stream (``data: [DONE]``): not a chunk, so not a dict."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DONE"
+
+
+#: The one end marker.
+DONE: Final = Done()
+
+#: What an encoder or a healing session gives back: the format's objects (plain dicts), and
+#: for Chat Completions the end marker last.
+WireItem = dict[str, Any] | Done
+
+#: Writes the messages that follow a turn (``Pipeline.next_messages``).
+NextMessages = Callable[[Turn, Sequence[ToolResult]], list[dict[str, Any]]]
+
+
+class HealPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """How one client request is sent upstream.
+
+    ``body`` is what goes upstream, decoded; ``content`` its bytes when they differ from the
+    client's (``None``: the client's bytes go up unchanged). ``client_wants_usage``: the client
+    asked for the usage chunk itself (``stream_options.include_usage``).
+    """
+
+    body: dict[str, Any]
+    content: bytes | None
+    streaming: bool
+    client_wants_usage: bool
 
 
 class HealEncoder(Protocol):
@@ -65,10 +113,10 @@ class HealEncoder(Protocol):
         """A piece of reasoning, at once."""
 
     def call(self, event: ToolCallReady | ToolCallRepaired) -> list[WireItem]:
-        """One accepted call, whole (its arguments by :func:`~.encoder.call_arguments`)."""
+        """One accepted call, whole (its arguments as the kit's ``call_arguments`` writes them)."""
 
     def usage(self, event: Usage) -> None:
-        """Count one usage report of the response (for :func:`~.encoder.re_encode`)."""
+        """Count one usage report of the response (for the kit's ``re_encode``)."""
 
     def set_usage(self, usage: Usage | None) -> None:
         """The usage to report with the finish or the end (the sum over the exchange)."""
@@ -132,51 +180,16 @@ class WireFormat(Protocol):
         """The whole error body when the session ended in an error, else ``None``."""
 
 
-_encode = msgspec.json.Encoder().encode
+class HealSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """What a healing transport tells every format it opens (from its own options).
 
-
-def named_sse_frame(items: Iterable[WireItem]) -> bytes:
-    """``event: <type>`` + ``data: <object>`` per item: the framing of Anthropic and Responses.
-
-    Both name each event by its object's ``type``.
+    ``reasoning_field``: the Chat Completions delta key reasoning goes out under
+    (``reasoning_content``, or ``reasoning`` for OpenRouter's clients); a format that has no
+    such choice ignores it.
     """
-    out = bytearray()
-    for item in items:
-        if isinstance(item, dict):
-            out += b"event: " + str(item["type"]).encode() + b"\ndata: " + _encode(item) + b"\n\n"
-    return bytes(out)
+
+    reasoning_field: str = "reasoning_content"
 
 
-def with_first_parts(
-    first: Sequence[Any],
-    parts: Sequence[dict[str, Any]],
-    *,
-    reproduces: Callable[[Mapping[str, Any], Mapping[str, Any]], bool],
-    written: tuple[str, ...],
-    call_type: str,
-) -> list[dict[str, Any]]:
-    """A healed whole body's parts (Anthropic blocks, Responses items), each one the first body
-    holds in the first body's own form, in order.
-
-    ``parts`` is what the session sent; a part ``reproduces`` one of ``first`` when it is that
-    part passed on unchanged. Such a part goes back as the first body had it (ids, signatures,
-    annotations the encoder does not write), a call merged with what was sent (a repair
-    changes its arguments). The first body's parts of types the encoder never writes
-    (``written``: opaque ones) stay where they stood before the parts that follow them, and its
-    opaque tail stays too when nothing new was sent (it belongs to that response alone).
-    """
-    out: list[dict[str, Any]] = []
-    rest = [part for part in first if isinstance(part, dict)]
-    new = False
-    for part in parts:
-        at = next((i for i, original in enumerate(rest) if reproduces(part, original)), None)
-        if at is None:
-            new = True
-            out.append(part)
-            continue
-        out += [original for original in rest[:at] if original.get("type") not in written]
-        out.append({**rest[at], **part} if part["type"] == call_type else rest[at])
-        rest = rest[at + 1 :]
-    if not new:
-        out += [original for original in rest if original.get("type") not in written]
-    return out
+#: Opens one provider's healing format (a provider without one has ``None`` on its entry).
+WireFormatFactory = Callable[[HealSettings], WireFormat]

@@ -1,8 +1,9 @@
 """OpenAI Responses as a healing wire format: ``POST /v1/responses`` requests and bodies.
 
-:data:`RESPONSES` binds the :class:`~toolwire.heal.responses_encoder.ResponsesEventEncoder`
-(whose docstring says what a client receives, and why item ids and reasoning go out as they
-do) with the requests and whole ``response`` bodies.
+:data:`RESPONSES` binds the
+:class:`~toolwire.adapters.openai_responses.encoder.ResponsesEventEncoder` (whose docstring
+says what a client receives, and why item ids and reasoning go out as they do) with the
+requests and whole ``response`` bodies.
 
 Not healed (the request passes untouched): a request that continues a stored response
 (``previous_response_id``), a ``conversation`` or a ``background`` response: their state lives
@@ -21,18 +22,16 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from ..core.turn import Turn
-from ..loop import rejected_result
-from . import request
-from .encoder import WireItem, json_object
-from .request import HealPlan, NextMessages, accepted_result
-from .responses_encoder import TERMINALS, WRITTEN, ReasoningPart, ResponsesEventEncoder
-from .wire_format import named_sse_frame, with_first_parts
+from ...core.turn import Turn
+from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
+from ..encoding import json_object, named_sse_frame, raised_limit, turn_results, with_first_parts
+from .encoder import TERMINALS, WRITTEN, ReasoningPart, ResponsesEventEncoder
+from .request import LIMIT_KEYS
 
 if TYPE_CHECKING:
-    from .wire_format import WireFormat
+    from ...core.wire import WireFormat
 
-__all__ = ["RESPONSES", "ResponsesWireFormat"]
+__all__ = ["RESPONSES", "ResponsesWireFormat", "open_responses_format"]
 
 _decode = msgspec.json.decode
 
@@ -75,7 +74,7 @@ class ResponsesWireFormat:
         return ResponsesEventEncoder(plan.body, reasoning=self.reasoning)
 
     def frame(self, items: Iterable[WireItem]) -> bytes:
-        """``event:`` + ``data:`` per event (:func:`~.wire_format.named_sse_frame`)."""
+        """``event:`` + ``data:`` per event (the kit's ``named_sse_frame``)."""
         return named_sse_frame(items)
 
     def follow_up_body(
@@ -83,17 +82,14 @@ class ResponsesWireFormat:
     ) -> dict[str, Any]:
         """``body`` asked again: its ``input``, then ``turn`` and one result per call.
 
-        The same rule as :func:`toolwire.heal.request.follow_up_body`, under ``input`` (a
+        The same rule as :func:`toolwire.adapters.encoding.follow_up_body`, under ``input`` (a
         string input becomes one user message). With ``store: false`` nothing of the first
         response was kept, so its messages and calls go back without their ids (the API looks
         ids up, and refuses unknown ones), and a reasoning item only with its
         ``encrypted_content``, and with its id, which the input schema requires and by which
         the encrypted content is verified.
         """
-        results = [
-            accepted_result(call) if call.may_run else rejected_result(call) for call in turn.calls
-        ]
-        items = next_messages(turn, results)
+        items = next_messages(turn, turn_results(turn))
         if body.get("store") is False:
             items = [_unstored(item) for item in items if _replayable_unstored(item)]
         given = body["input"]
@@ -104,7 +100,7 @@ class ResponsesWireFormat:
         self, body: Mapping[str, Any], ceiling: int
     ) -> tuple[dict[str, Any], int | None]:
         """``max_output_tokens`` doubled, up to ``ceiling`` (``None``: unset, or at the ceiling)."""
-        return request.raised_limit(body, ceiling, keys=("max_output_tokens",))
+        return raised_limit(body, ceiling, LIMIT_KEYS)
 
     def read_body(self, content: bytes) -> dict[str, Any] | None:
         """``content`` decoded, when it is a finished ``response`` whose items can be read.
@@ -234,6 +230,12 @@ def _reproduces(item: Mapping[str, Any], original: Mapping[str, Any]) -> bool:
 
 #: The Responses API, healed (reasoning not sent).
 RESPONSES: Final = ResponsesWireFormat()
+
+
+def open_responses_format(settings: HealSettings) -> ResponsesWireFormat:
+    """The Responses API's healing format (reasoning not sent; it takes no setting)."""
+    return RESPONSES
+
 
 if TYPE_CHECKING:
     _wire: WireFormat = RESPONSES

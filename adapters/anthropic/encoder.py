@@ -1,10 +1,10 @@
 """Judged events back into Anthropic Messages stream events: the Anthropic mapper, run backwards.
 
 :class:`AnthropicEventEncoder` writes one client response as Messages stream events (plain
-dicts, framed by :func:`~toolwire.heal.wire_format.named_sse_frame`);
-:data:`~toolwire.heal.anthropic_format.ANTHROPIC` binds it with the requests and whole bodies of
-``POST /v1/messages``. What a client can rely on, beyond the contract every healing encoder
-keeps (:mod:`toolwire.heal.encoder`):
+dicts, framed by :func:`~toolwire.adapters.encoding.named_sse_frame`);
+:data:`~toolwire.adapters.anthropic.healing.ANTHROPIC` binds it with the requests and whole
+bodies of ``POST /v1/messages``. What a client can rely on, beyond the contract every healing
+encoder keeps (:mod:`toolwire.adapters.openai_chat.encoder` states it):
 
 - ``message_start`` goes out as soon as the response is known. Its usage is ``0`` / ``0``: the
   input count is not known then. ``message_delta`` carries the final usage, ``input_tokens``
@@ -38,11 +38,9 @@ healed, keeps all of these from the first body: :meth:`AnthropicWireFormat.heale
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..adapters.anthropic.history import wire_id
-from ..adapters.anthropic.wire import LENGTH_STOP_REASONS
-from ..core.events import (
+from ...core.events import (
     Event,
     Finish,
     ProviderError,
@@ -51,7 +49,13 @@ from ..core.events import (
     ToolCallRepaired,
     Usage,
 )
-from .encoder import CallIds, WireItem, call_arguments, error_payload, re_encode
+from ...core.wire import WireItem
+from ..encoding import EncoderState, call_arguments, error_payload, re_encode
+from .history import wire_id
+from .wire import LENGTH_STOP_REASONS
+
+if TYPE_CHECKING:
+    from ...core.wire import HealEncoder
 
 __all__ = ["MESSAGE_STOP", "AnthropicEventEncoder"]
 
@@ -60,7 +64,7 @@ MESSAGE_STOP: dict[str, Any] = {"type": "message_stop"}
 _EMPTY_THINKING: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
 
 
-class AnthropicEventEncoder:
+class AnthropicEventEncoder(EncoderState):
     """Writes one Messages response, event by event, for one client. Sans-I/O, not reusable.
 
     Use :meth:`feed` for a plain re-encoding of one judged stream, or the building blocks
@@ -72,43 +76,20 @@ class AnthropicEventEncoder:
     #: The client's finish for a turn that ends with calls to run.
     CALLS: ClassVar[str] = "tool_use"
 
-    __slots__ = (
-        "_calls_sent",
-        "_failed",
-        "_finished",
-        "_ids",
-        "_message_id",
-        "_model",
-        "_next_index",
-        "_open",
-        "_started",
-        "_usage",
-    )
+    __slots__ = ("_message_id", "_model", "_next_index", "_open")
 
     def __init__(self) -> None:
+        # Anthropic's ids allow only ``[a-zA-Z0-9_-]``: a repeated one gets ``_h2``.
+        super().__init__(id_separator="_")
         self._message_id: str | None = None
         self._model: str | None = None
-        self._started = False
-        self._failed = False
-        self._finished = False
-        self._calls_sent = 0
-        self._ids = CallIds(separator="_")
-        self._usage: Usage | None = None
         self._next_index = 0
         #: The kind of the open block (``text`` / ``thinking``), or ``None``.
         self._open: str | None = None
 
-    @property
-    def calls_sent(self) -> int:
-        """How many calls went out."""
-        return self._calls_sent
-
     # -- blocks ------------------------------------------------------------------------------
 
-    def _opening(self, out: list[WireItem]) -> None:
-        if self._started:
-            return
-        self._started = True
+    def _opened(self) -> list[WireItem]:
         message: dict[str, Any] = {
             "id": self._message_id or "msg_toolwire",
             "type": "message",
@@ -119,7 +100,7 @@ class AnthropicEventEncoder:
             "stop_sequence": None,
             "usage": {"input_tokens": 0, "output_tokens": 0},
         }
-        out.append({"type": "message_start", "message": message})
+        return [{"type": "message_start", "message": message}]
 
     def _close(self, out: list[WireItem]) -> None:
         if self._open is not None:
@@ -191,18 +172,9 @@ class AnthropicEventEncoder:
 
     # -- the end -----------------------------------------------------------------------------
 
-    @property
-    def finished(self) -> bool:
-        """Whether the finish (``message_delta``) went out."""
-        return self._finished
-
     def usage(self, event: Usage) -> None:
         """Take a usage report: Anthropic's are cumulative, so the last one counts."""
         self._usage = event
-
-    def set_usage(self, usage: Usage | None) -> None:
-        """The usage ``message_delta`` reports (the healing session gives the exchange's sum)."""
-        self._usage = usage
 
     def finish(self, reason: str) -> list[WireItem]:
         """Close the open block; ``message_delta`` with ``reason`` and the usage."""
@@ -264,7 +236,7 @@ class AnthropicEventEncoder:
 
     def feed(self, event: Event) -> list[WireItem]:
         """What ``event`` of a judged stream puts on the wire, with no healing
-        (:func:`~toolwire.heal.encoder.re_encode`)."""
+        (:func:`~toolwire.adapters.encoding.re_encode`)."""
         return re_encode(self, event)
 
 
@@ -280,4 +252,5 @@ def _usage_object(usage: Usage | None) -> dict[str, Any]:
     return body
 
 
-# -- requests and whole bodies -----------------------------------------------------------------
+if TYPE_CHECKING:
+    _encoder: HealEncoder = AnthropicEventEncoder()

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 
 import toolwire
 import toolwire.events
-from toolwire.adapters.anthropic import AnthropicHistory
+from toolwire.adapters.anthropic import ANTHROPIC, AnthropicEventEncoder, AnthropicHistory
+from toolwire.adapters.encoding import ACCEPTED_NOTE
 from toolwire.core.events import (
     Event,
     Finish,
@@ -36,11 +37,8 @@ from toolwire.core.events import (
     Usage,
 )
 from toolwire.core.turn import Turn
+from toolwire.core.wire import WireItem
 from toolwire.heal import HealSession
-from toolwire.heal.anthropic_encoder import AnthropicEventEncoder
-from toolwire.heal.anthropic_format import ANTHROPIC
-from toolwire.heal.encoder import WireItem
-from toolwire.heal.request import ACCEPTED_NOTE
 from toolwire.heal.session import AttemptEnd
 
 pytestmark = pytest.mark.anyio

@@ -1,6 +1,6 @@
 """Anthropic Messages as a healing wire format: ``POST /v1/messages`` requests and bodies.
 
-:data:`ANTHROPIC` binds the :class:`~toolwire.heal.anthropic_encoder.AnthropicEventEncoder`
+:data:`ANTHROPIC` binds the :class:`~toolwire.adapters.anthropic.encoder.AnthropicEventEncoder`
 (whose docstring says what a client receives) with the requests and whole ``message`` bodies.
 A request that turns thinking on, or offers server tools or MCP servers, passes untouched:
 toolwire could not write their blocks back faithfully (see the encoder's module docstring).
@@ -13,14 +13,14 @@ from typing import Any
 
 import msgspec
 
-from ..core.turn import Turn
-from . import request
-from .anthropic_encoder import MESSAGE_STOP, AnthropicEventEncoder
-from .encoder import WireItem, json_object
-from .request import HealPlan, NextMessages
-from .wire_format import named_sse_frame, with_first_parts
+from ...core.turn import Turn
+from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
+from .. import encoding
+from ..encoding import json_object, named_sse_frame, with_first_parts
+from .encoder import MESSAGE_STOP, AnthropicEventEncoder
+from .request import LIMIT_KEYS
 
-__all__ = ["ANTHROPIC", "AnthropicWireFormat"]
+__all__ = ["ANTHROPIC", "AnthropicWireFormat", "open_anthropic_format"]
 
 _encode = msgspec.json.Encoder().encode
 #: The tool types the client runs: custom tools and Anthropic's client built-ins (``bash_...``,
@@ -64,20 +64,20 @@ class AnthropicWireFormat:
         return AnthropicEventEncoder()
 
     def frame(self, items: Iterable[WireItem]) -> bytes:
-        """``event:`` + ``data:`` per event (:func:`~.wire_format.named_sse_frame`)."""
+        """``event:`` + ``data:`` per event (the kit's ``named_sse_frame``)."""
         return named_sse_frame(items)
 
     def follow_up_body(
         self, body: Mapping[str, Any], turn: Turn, next_messages: NextMessages
     ) -> dict[str, Any]:
-        """See :func:`toolwire.heal.request.follow_up_body` (Messages has ``messages`` too)."""
-        return request.follow_up_body(body, turn, next_messages)
+        """See :func:`toolwire.adapters.encoding.follow_up_body` (Messages has ``messages`` too)."""
+        return encoding.follow_up_body(body, turn, next_messages)
 
     def raised_limit(
         self, body: Mapping[str, Any], ceiling: int
     ) -> tuple[dict[str, Any], int | None]:
         """``max_tokens`` doubled, up to ``ceiling`` (``None``: unset, or at the ceiling)."""
-        return request.raised_limit(body, ceiling, keys=("max_tokens",))
+        return encoding.raised_limit(body, ceiling, LIMIT_KEYS)
 
     def read_body(self, content: bytes) -> dict[str, Any] | None:
         """``content`` decoded, when it is a ``message`` whose content blocks can be read."""
@@ -221,3 +221,8 @@ def _reproduces(block: Mapping[str, Any], original: Mapping[str, Any]) -> bool:
 
 #: The Messages API, healed.
 ANTHROPIC = AnthropicWireFormat()
+
+
+def open_anthropic_format(settings: HealSettings) -> AnthropicWireFormat:
+    """The Messages API's healing format (it has no setting to take)."""
+    return ANTHROPIC

@@ -1,0 +1,140 @@
+"""OpenAI Chat Completions as a healing wire format: the first one, and every local server's.
+
+:data:`CHAT` binds the Chat write side (the chunk encoder, the request plan, the
+``chat.completion`` bodies) behind :class:`~toolwire.core.wire.WireFormat`; every Chat provider
+name is registered with its own :class:`ChatWireFormat`.
+
+- :func:`plan_request` decides whether a client's request is healed at all and what goes
+  upstream. A request is healed when it is a JSON object with a ``messages`` list, offers
+  ``tools``, and asks for one choice. Anything else (no tools, the legacy ``functions``, ``n``
+  above 1, a body that is not JSON) passes upstream untouched: there is no call to judge, or a
+  response toolwire would not write back faithfully. A streamed request gets
+  ``stream_options.include_usage`` (usage is evidence of the token limit, and what a retry
+  costs); nothing else of the body changes, and a body that already asks for usage goes up byte
+  for byte.
+- The follow-up that asks again is the kit's
+  :func:`~toolwire.adapters.encoding.follow_up_body`: the previous request's body (same model,
+  tools, ``tool_choice``, everything), plus the assistant turn replayed safely and one result
+  per call, written by the provider's history format (a rejected call replayed with ``{}`` and
+  answered with toolwire's message; for llama-cpp-python, results as ``user`` messages, the
+  form its prompt really shows the model).
+- A retry after a cut at the token limit raises ``max_completion_tokens`` / ``max_tokens``
+  (:data:`~toolwire.adapters.openai_chat.request.LIMIT_KEYS`): doubled, never above the
+  configured ceiling, only a limit the request set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+from ...core.turn import Turn
+from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
+from .. import encoding
+from ..encoding import json_object, sse_frame
+from . import completion
+from .encoder import ChatChunkEncoder
+from .request import LIMIT_KEYS
+
+__all__ = ["CHAT", "ChatWireFormat", "open_chat_format", "plan_request"]
+
+_encode = msgspec.json.Encoder().encode
+
+
+def plan_request(content: bytes) -> HealPlan | None:
+    """The plan for a client's request body, or ``None`` to pass it upstream untouched."""
+    body = json_object(content)
+    if body is None or not isinstance(body.get("messages"), list):
+        return None
+    tools = body.get("tools")
+    if not isinstance(tools, list) or not tools:
+        return None
+    if body.get("n") not in (None, 1):
+        return None
+    streaming = body.get("stream") is True
+    if not streaming:
+        return HealPlan(body=body, content=None, streaming=False, client_wants_usage=True)
+    options = body.get("stream_options")
+    if isinstance(options, dict) and options.get("include_usage") is True:
+        return HealPlan(body=body, content=None, streaming=True, client_wants_usage=True)
+    upstream = dict(body)
+    upstream["stream_options"] = {
+        **(options if isinstance(options, dict) else {}),
+        "include_usage": True,
+    }
+    return HealPlan(
+        body=upstream, content=_encode(upstream), streaming=True, client_wants_usage=False
+    )
+
+
+class ChatWireFormat:
+    """Chat Completions requests and bodies, for healing (see the module docstring).
+
+    ``provider`` is the Chat provider name whose server profile reads the responses and
+    writes the follow-ups (``llama-cpp`` for llama-cpp-python); ``reasoning_field`` is the
+    delta key reasoning goes out under (``reasoning_content``, or ``reasoning`` for
+    OpenRouter's clients).
+    """
+
+    path = "/chat/completions"
+
+    def __init__(
+        self, provider: str = "openai-chat", *, reasoning_field: str = "reasoning_content"
+    ) -> None:
+        self.provider = provider
+        self.reasoning_field = reasoning_field
+
+    def plan_request(self, content: bytes) -> HealPlan | None:
+        """See :func:`plan_request`."""
+        return plan_request(content)
+
+    def encoder(self, plan: HealPlan) -> ChatChunkEncoder:
+        """A chunk encoder that sends usage only when the client asked for it."""
+        return ChatChunkEncoder(usage=plan.client_wants_usage, reasoning_field=self.reasoning_field)
+
+    def frame(self, items: Iterable[WireItem]) -> bytes:
+        """``data:`` lines (:func:`~toolwire.adapters.encoding.sse_frame`)."""
+        return sse_frame(items)
+
+    def follow_up_body(
+        self, body: Mapping[str, Any], turn: Turn, next_messages: NextMessages
+    ) -> dict[str, Any]:
+        """See :func:`toolwire.adapters.encoding.follow_up_body`."""
+        return encoding.follow_up_body(body, turn, next_messages)
+
+    def raised_limit(
+        self, body: Mapping[str, Any], ceiling: int
+    ) -> tuple[dict[str, Any], int | None]:
+        """``max_completion_tokens`` / ``max_tokens`` doubled, up to ``ceiling``."""
+        return encoding.raised_limit(body, ceiling, LIMIT_KEYS)
+
+    def read_body(self, content: bytes) -> dict[str, Any] | None:
+        """See :func:`toolwire.adapters.openai_chat.completion.read_completion`."""
+        return completion.read_completion(content)
+
+    def body_as_stream(self, body: Mapping[str, Any]) -> bytes:
+        """See :func:`toolwire.adapters.openai_chat.completion.completion_as_stream`."""
+        return completion.completion_as_stream(body)
+
+    def healed_body(self, first: Mapping[str, Any], items: Iterable[WireItem]) -> dict[str, Any]:
+        """See :func:`toolwire.adapters.openai_chat.completion.completion_body`."""
+        return completion.completion_body(first, items, reasoning_field=self.reasoning_field)
+
+    def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:
+        """See :func:`toolwire.adapters.openai_chat.completion.error_status`."""
+        return completion.error_status(items)
+
+
+#: Chat Completions with reasoning under ``reasoning_content``.
+CHAT = ChatWireFormat()
+
+
+def open_chat_format(provider: str) -> Callable[[HealSettings], ChatWireFormat]:
+    """The healing format of Chat provider ``provider`` (its server profile reads and writes)."""
+
+    def open_format(settings: HealSettings) -> ChatWireFormat:
+        return ChatWireFormat(provider, reasoning_field=settings.reasoning_field)
+
+    return open_format
