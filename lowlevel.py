@@ -13,6 +13,9 @@ people who build on toolwire rather than with it:
   ``feed_bytes``, ``feed_object``, ``finish``), opened by a :data:`MapperFactory` with
   :class:`MapperSettings`; :data:`Source` is every kind of stream a pipeline reads. Check an
   adapter with :func:`toolwire.testing.check_mapper`.
+- **The healing ports** (the write side of a format, ``docs/healing.md``): :class:`WireFormat`
+  knows a format's requests and whole bodies (a :class:`HealPlan` says what goes upstream) and
+  opens a :class:`HealEncoder`, which writes one client response event by event.
 - **The history port**: :class:`HistoryFormat` writes and checks one provider's history, the
   :class:`HistoryProblem` entries are what it finds; :func:`history_format` gives a built-in
   provider's. (``Pipeline.next_messages`` / ``check_history`` / ``ensure_well_formed`` are the
@@ -37,6 +40,9 @@ from .core.stage import Stage as Stage
 from .core.stage import SyncStage as SyncStage
 from .core.stage import event_stage as event_stage
 from .core.turn import TurnBuilder as TurnBuilder
+from .core.wire import HealEncoder as HealEncoder
+from .core.wire import HealPlan as HealPlan
+from .core.wire import WireFormat as WireFormat
 from .judge import Toolset as Toolset
 from .judge import render_message as render_message
 from .loop import not_run_result as not_run_result
@@ -44,12 +50,11 @@ from .loop import rejected_result as rejected_result
 from .stages.judge import JudgeStage as JudgeStage
 from .stages.telemetry import TelemetryStage as TelemetryStage
 
-# PLACE FOR THE HEALING PORTS: the write side's ports (HealEncoder, WireFormat, HealPlan) join
-# this tier once they live in core/ (issue 16, step 1), re-exported here like the mapper port,
-# named in __all__ and in LOWLEVEL in tests/test_exported_members.py.
 
 __all__ = [
     "EventStep",
+    "HealEncoder",
+    "HealPlan",
     "HistoryFormat",
     "HistoryProblem",
     "JudgeStage",
@@ -62,6 +67,7 @@ __all__ = [
     "TelemetryStage",
     "Toolset",
     "TurnBuilder",
+    "WireFormat",
     "event_stage",
     "history_format",
     "not_run_result",

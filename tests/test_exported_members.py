@@ -64,6 +64,8 @@ TOP_LEVEL = [
 #: The lower tier: what extending toolwire needs.
 LOWLEVEL = [
     "EventStep",
+    "HealEncoder",
+    "HealPlan",
     "HistoryFormat",
     "HistoryProblem",
     "JudgeStage",
@@ -76,6 +78,7 @@ LOWLEVEL = [
     "TelemetryStage",
     "Toolset",
     "TurnBuilder",
+    "WireFormat",
     "event_stage",
     "history_format",
     "not_run_result",
