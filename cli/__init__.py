@@ -17,11 +17,10 @@ import codecs
 import io
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from ..core.errors import ToolwireError
 from .check import add_check_parser
-from .common import UnreadableInput
+from .common import CommandParser, UnreadableInput, fail
 from .demo import add_demo_parser
 from .replay import add_replay_parser
 from .serve import add_serve_parser
@@ -32,15 +31,8 @@ __all__ = ["main"]
 _ESCAPE_ERRORS = "toolwire.json_escape"
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, with a usage error written as one line (and exit code 2)."""
-
-    def error(self, message: str) -> NoReturn:
-        _fail(f"{message} (see {self.prog} --help)", 2)
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="toolwire", description="Make LLM tool calls safe to stream.")
+    parser = CommandParser(prog="toolwire", description="Make LLM tool calls safe to stream.")
     commands = parser.add_subparsers(dest="command", required=True)
     add_replay_parser(commands)
     add_check_parser(commands)
@@ -115,22 +107,23 @@ def _write_safely() -> None:
             stream.reconfigure(errors=_ESCAPE_ERRORS)
 
 
-def _fail(message: str, code: int) -> NoReturn:
-    sys.stderr.write(f"toolwire: {message}\n")
-    raise SystemExit(code)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``toolwire`` command; returns the exit code."""
     _write_safely()
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    # ``demo`` parses its own options (its modules load only when it runs: the [demo] extra);
+    # every other command takes exactly what its parser declares, as parse_args would check.
+    args, rest = parser.parse_known_args(argv)
+    if rest and not getattr(args, "parses_its_own_options", False):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.rest = rest
     try:
         handler = args.handler
         code: int = handler(args)
         return code
     except UnreadableInput as failure:
-        _fail(str(failure), 1)
+        fail(str(failure), 1)
     except ToolwireError as error:
-        _fail(str(error), 2)
+        fail(str(error), 2)
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
+        fail("interrupted", 130)

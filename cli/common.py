@@ -1,13 +1,29 @@
-"""What every ``toolwire`` command shares: the unreadable-input error and reading JSON files."""
+"""What every ``toolwire`` command shares: its parser, the unreadable-input error, reading JSON."""
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import msgspec
 
-__all__ = ["UnreadableInput", "read_json_file"]
+__all__ = ["CommandParser", "UnreadableInput", "fail", "read_json_file"]
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """One line on stderr, then exit with ``code``."""
+    sys.stderr.write(f"toolwire: {message}\n")
+    raise SystemExit(code)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse, with a usage error written as one line (and exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Exit 2 with one line that points to ``--help``."""
+        fail(f"{message} (see {self.prog} --help)", 2)
 
 
 class UnreadableInput(Exception):

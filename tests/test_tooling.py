@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # see docs/development.md
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: What ruff lints by default, less notebooks (the project has none).

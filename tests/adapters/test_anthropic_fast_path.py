@@ -146,6 +146,7 @@ def cut_points(body: bytes, kind: str) -> list[int]:
 
 
 @pytest.mark.parametrize(("name", "kind"), CASES)
+@pytest.mark.slow
 def test_every_split_in_two(name: str, kind: str) -> None:
     body = variants(load_stream(name))[kind]
     for cut in cut_points(body, kind):

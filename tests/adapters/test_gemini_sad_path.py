@@ -352,6 +352,9 @@ FINISH_TABLE = {
     "IMAGE_SAFETY": "content_filter",
     "IMAGE_PROHIBITED_CONTENT": "content_filter",
     "IMAGE_RECITATION": "content_filter",
+    "ESCALATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",
+    "PUP_LIMITED_DISABLED": "content_filter",
     "MALFORMED_FUNCTION_CALL": "tool_calls",
     "UNEXPECTED_TOOL_CALL": "unknown",
     "TOO_MANY_TOOL_CALLS": "unknown",
@@ -361,6 +364,8 @@ FINISH_TABLE = {
     "NO_IMAGE": "unknown",
     "IMAGE_OTHER": "unknown",
     "CONTINUATION": "unknown",
+    "MALFORMED_RESPONSE": "unknown",
+    "MISSING_THOUGHT_SIGNATURE": "unknown",
 }
 
 

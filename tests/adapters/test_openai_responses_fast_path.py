@@ -221,11 +221,13 @@ def test_the_fast_paths_are_taken() -> None:
 
 
 @pytest.mark.parametrize("name", RECORDINGS)
+@pytest.mark.slow
 def test_every_recording_at_every_split(name: str) -> None:
     check_every_split(load_stream(name), SETTINGS["default"])
 
 
 @pytest.mark.parametrize("name", BUILT)
+@pytest.mark.slow
 def test_every_built_body_at_every_split(name: str) -> None:
     check_every_split(BUILT[name], SETTINGS["default"])
 
@@ -318,6 +320,7 @@ def _variants(pieces: list[bytes], position: int) -> dict[str, list[bytes]]:
 
 
 @pytest.mark.parametrize("name", RECORDINGS)
+@pytest.mark.slow
 def test_every_event_of_every_recording_damaged(name: str) -> None:
     pieces = split_after(load_stream(name), _EVENT_END)
     for position in range(len(pieces)):

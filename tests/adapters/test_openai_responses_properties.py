@@ -36,6 +36,7 @@ _SSE_EVENT = re.compile(rb"\n\n")
 @pytest.mark.parametrize("name", RECORDINGS)
 @PROPERTY_SETTINGS
 @given(data=st.data())
+@pytest.mark.slow
 def test_any_rechunking_gives_the_same_events(name: str, data: st.DataObject) -> None:
     RESPONSES.check_any_rechunking(name, data, max_cuts=40)
 
@@ -46,6 +47,7 @@ def test_byte_by_byte_gives_the_same_events(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", RECORDINGS)
+@pytest.mark.slow
 def test_every_cut_is_never_accepted_as_complete(name: str) -> None:
     # Exhaustive: every byte of every recording.
     for cut in RESPONSES.every_cut(name):
@@ -55,6 +57,7 @@ def test_every_cut_is_never_accepted_as_complete(name: str) -> None:
 @pytest.mark.parametrize("name", RECORDINGS)
 @PROPERTY_SETTINGS
 @given(data=st.data())
+@pytest.mark.slow
 def test_cut_and_rechunked_is_the_same_as_cut(name: str, data: st.DataObject) -> None:
     RESPONSES.check_cut_and_rechunked(name, data, max_cuts=20)
 

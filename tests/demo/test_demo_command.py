@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -37,6 +38,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow
 def test_the_short_suite_runs_on_the_real_server(tmp_path: Path) -> None:
     report_path = tmp_path / "out.json"
     started = time.monotonic()
@@ -187,8 +189,9 @@ def test_every_command_has_help_with_examples_and_exit_codes(
     assert "exit codes:" in out
 
 
+@pytest.mark.slow
 def test_ctrl_c_and_sigterm_stop_the_local_server(tmp_path: Path) -> None:
-    """However the demo is stopped, the server it started is stopped too."""
+    """However the demo is stopped, the server it started is stopped too, and the exit is 130."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         log = tmp_path / f"server-{sig}.log"
         with subprocess.Popen(
@@ -199,20 +202,16 @@ def test_ctrl_c_and_sigterm_stop_the_local_server(tmp_path: Path) -> None:
             line = demo.stderr.readline()  # "toolwire: llama-cpp-python is serving ... at URL"
             assert " at http://127.0.0.1:" in line, line
             base_url = line.split(" at ", 1)[1].split(" ", 1)[0]
-            assert httpx.get(f"{base_url}/models", timeout=10).status_code == 200
+            # The server listens. (A TCP connection, not GET /models: the server answers that
+            # only between completions, and the demo's first prompt can take over 10 s on a
+            # loaded machine.)
+            port = int(base_url.rsplit(":", 1)[1].split("/", 1)[0])
+            socket.create_connection(("127.0.0.1", port), timeout=10).close()
             demo.send_signal(sig)
-            code = demo.wait(timeout=60)
-            if sig == signal.SIGTERM:
-                assert code == 130
-                assert "interrupted" in demo.stderr.read()
-            else:
-                # Ctrl-C may land while the interpreter itself is unwinding (asyncio's runner
-                # re-raises it after cancelling): 130, or death by SIGINT. Either way the
-                # server must be gone, which is what this test is for.
-                assert code in (130, -signal.SIGINT), code
+            assert demo.wait(timeout=60) == 130
+            assert "interrupted" in demo.stderr.read()
         with pytest.raises(httpx.ConnectError):
             httpx.get(f"{base_url}/models", timeout=5)
-
 
 
 def test_a_bundled_recording_replays_with_the_request_that_produced_it(

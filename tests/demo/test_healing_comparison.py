@@ -17,7 +17,7 @@ from toolwire.cli.demo.server import LocalServer
 from toolwire.cli.demo.tasks import TASKS
 from toolwire.cli.demo.through_proxy import compare_healing
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # slow: docs/development.md
 
 
 @pytest.fixture

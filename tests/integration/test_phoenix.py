@@ -57,7 +57,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor  # noqa: E402
 
 import toolwire  # noqa: E402
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # slow: docs/development.md
 
 STREAMS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "streams"
 PROJECT = "toolwire-integration"

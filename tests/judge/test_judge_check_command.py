@@ -80,7 +80,7 @@ def test_jsonl_line_with_a_schema_that_cannot_be_used(capsys: pytest.CaptureFixt
 
 
 def test_check_on_a_large_adversarial_input_is_fast(capsys: pytest.CaptureFixture[str]) -> None:
-    start = time.perf_counter()
+    start = time.process_time()
     code, out, _ = run(capsys, "check", "--tool", "t", stdin="x" + " " * 64_000 + "]\n")
-    assert time.perf_counter() - start < 2.0  # was 34 s
+    assert time.process_time() - start < 2.0  # was 34 s
     assert (code, json.loads(out)["reason"]) == (0, "not_json")

@@ -4,7 +4,10 @@ Each shape below once took time growing with the square of its length (a searche
 unbounded run inside, a scan restarted from 0 per group, a slice per layer...). The test checks
 *growth*, not an absolute time, so that it holds on a slow or busy machine: the time at 8x the
 size must stay below 20x the time at 1x (a quadratic path gives about 64x), each time the
-minimum over a few runs. The reproducers from the report also get their verdict checked.
+minimum over a few runs. Times are the process's CPU time (``time.process_time``): at 2-4x
+load the wall clock gave ratios of 23-34x for linear shapes, because a neighbour's time slices
+land more often in the longer run; CPU time is what the algorithm costs. The reproducers from
+the report also get their verdict checked.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import pytest
 
 from toolwire.judge import Policy, parse_arguments
 from toolwire.judge._text_repairs import strip_fence, strip_template_markers
+
+pytestmark = pytest.mark.slow  # see docs/development.md
 
 SMALL = 8_000
 GROWTH = 8
@@ -60,9 +65,9 @@ SHAPES: dict[str, Callable[[int], str]] = {
 def _best(text: str, runs: int = 3) -> float:
     best = float("inf")
     for _ in range(runs):
-        start = time.perf_counter()
+        start = time.process_time()
         parse_arguments(text, tool="t", policy=POLICY)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best
 
 
@@ -84,9 +89,9 @@ def test_edge_repairs_grow_linearly(strip: Callable[[str], object]) -> None:
     def best(text: str) -> float:
         times = []
         for _ in range(3):
-            start = time.perf_counter()
+            start = time.process_time()
             strip(text)
-            times.append(time.perf_counter() - start)
+            times.append(time.process_time() - start)
         return min(times)
 
     def shape(n: int) -> str:
@@ -102,9 +107,9 @@ def test_the_reported_reproducers_are_fast_and_right() -> None:
         ('{"items": [1, 2,' + "\n" * 20_000 + "]", "truncated"),
     ]
     for raw, reason in cases:
-        start = time.perf_counter()
+        start = time.process_time()
         verdict = parse_arguments(raw, tool="t")
-        assert time.perf_counter() - start < 1.0  # was 44 s and 10 s
+        assert time.process_time() - start < 1.0  # was 44 s and 10 s
         assert (verdict.outcome, verdict.reason) == ("rejected", reason)
     assert strip_fence("```json\n{" + " " * 32_000 + "x") is None
 
@@ -114,9 +119,9 @@ def test_markers_and_fences_nested_deeply_cost_one_layer_each() -> None:
     # one (which was quadratic, and deep enough to overflow the stack); past the first of each,
     # the rest is text around the one object.
     raw = "<tool_call>```json\n" * 5_000 + '{"a": 1}' + "\n```</tool_call>" * 5_000
-    start = time.perf_counter()
+    start = time.process_time()
     verdict = parse_arguments(raw, tool="t")
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert verdict.repairs == ("template_markers", "fence", "prose")
     assert verdict.arguments == {"a": 1}
     inner = "<tool_call>```json\n" + '{"a": 1}' + "\n```</tool_call>"

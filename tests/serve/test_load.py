@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # see docs/development.md
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_serve_load.py"
 
 
