@@ -14,7 +14,7 @@ import msgspec
 
 from ..core.events import ProviderError
 from ..core.mapper import cap_text
-from .sse import FrameOverflow
+from .framing import FrameOverflow
 
 __all__ = ["not_json_error", "overflow_error", "unknown_shape_error"]
 

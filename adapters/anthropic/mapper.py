@@ -27,10 +27,10 @@ here come from the recordings in ``shared/fixtures/streams/anthropic/``:
 - ``event: error`` (``overloaded_error`` mid-stream, ``error_overloaded_mid_stream.derived.sse``)
   is fatal: the turn ends in ``error`` there, with the error's type as the code.
 
-Cost: every event is named, so runs of events are framed in bulk (:mod:`.framing`) and the
-commonest event, one more ``input_json_delta`` or ``text_delta`` piece for the block being
-written, is handled inline (``_framed``); everything else takes the general path, with the same
-result (``tests/adapters/test_anthropic_fast_path.py`` compares the two).
+Cost: the SSE decoder splits runs of named events in bulk, and the commonest event, one more
+``input_json_delta`` or ``text_delta`` piece for the block being written, is handled inline
+(``_frames``); everything else takes the general path (``_message``), with the same result
+(``tests/adapters/test_anthropic_fast_path.py`` compares the two).
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ from ...core.events import Event, ProviderContent, ProviderError, ResponseInfo, 
 from ...core.mapper import MapperSettings, cap_text
 from ...core.stream_state import StreamState
 from ..frame_errors import not_json_error, overflow_error
-from ..sse import FrameOverflow, SSEMessage
+from ..framing import FrameOverflow, Frames
+from ..sse import SSEDecoder
 from .blocks import ContentRecord
 from .content import ContentReader
-from .framing import EventFramer, event_name
 from .wire import (
     LENGTH_STOP_REASONS,
     ErrorBody,
@@ -69,7 +69,7 @@ class AnthropicMapper:
     provider_name = "anthropic"
 
     def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
-        self._framer = EventFramer()
+        self._sse = SSEDecoder()
         self._state = StreamState(settings)
         self._facts = self._state.facts
         self._record = ContentRecord()
@@ -100,11 +100,7 @@ class AnthropicMapper:
     def feed_bytes(self, data: bytes) -> list[Event]:
         """Take the next bytes of an SSE body."""
         out: list[Event] = []
-        messages, event_lines, payloads = self._framer.feed(data)
-        for message in messages:
-            self._message(message, out)
-        if payloads:
-            self._framed(event_lines, payloads, out)
+        self._frames(self._sse.feed(data), out)
         return out
 
     def feed_object(self, chunk: object) -> list[Event]:
@@ -131,9 +127,8 @@ class AnthropicMapper:
     def finish(self, *, failed: bool = False) -> list[Event]:
         """The source ended: flush the decoder, close open calls, decide the finish."""
         out: list[Event] = []
-        for message in self._framer.finish():
-            self._message(message, out)
-        sse = self._framer.decoder
+        self._frames(self._sse.finish(), out)
+        sse = self._sse
         if not (self._object_source or self._state.ended or failed or sse.saw_field):
             # Not one SSE line: an HTML error page, a JSON error body, an empty 200.
             self._state.not_a_stream(
@@ -144,14 +139,14 @@ class AnthropicMapper:
 
     # -- translation -------------------------------------------------------------------------
 
-    def _message(self, message: SSEMessage | FrameOverflow, out: list[Event]) -> None:
+    def _message(self, name: bytes | None, data: bytes | FrameOverflow, out: list[Event]) -> None:
+        """One event the general way: decoded, or the error that says what is wrong with it."""
         if self._state.ended:
             return
-        if type(message) is FrameOverflow:
-            self._state.unreadable(out, overflow_error(message))
+        if type(data) is FrameOverflow:
+            self._state.unreadable(out, overflow_error(data))
             return
-        assert type(message) is SSEMessage
-        data = message.data
+        assert type(data) is bytes
         try:
             event = decode_event(data)
         except msgspec.ValidationError as error:
@@ -160,18 +155,18 @@ class AnthropicMapper:
         except msgspec.DecodeError as error:
             if not data.strip():
                 return
-            if message.event == b"error":
+            if name == b"error":
                 # An error event whose body is not JSON is still the provider's error.
                 self._error(ErrorBody(message=cap_text(data, 200)), out, data)
                 return
             self._state.unreadable(out, not_json_error(error, data))
             return
-        if event.type is None and message.event is not None:
-            event.type = message.event.decode("utf-8", "replace")
+        if event.type is None and name is not None:
+            event.type = name.decode("utf-8", "replace")
         self._event(event, out, data)
 
-    def _framed(self, event_lines: list[bytes], payloads: list[bytes], out: list[Event]) -> None:
-        """The events :class:`.EventFramer` framed: ``_message`` for each, the commonest inline.
+    def _frames(self, frames: Frames, out: list[Event]) -> None:
+        """The events of a read: ``_message`` for each, the commonest inline.
 
         Most events of a turn are one more piece of the block being written: an
         ``input_json_delta`` for an open ``tool_use`` block, a ``text_delta`` for a ``text``
@@ -184,12 +179,13 @@ class AnthropicMapper:
         decode = decode_event
         by_index = self._record.by_index
         append_to = self._state.calls.append_to
-        for number, payload in enumerate(payloads):
+        for number, payload in enumerate(frames.payloads):
             try:
-                event = decode(payload)
-            except msgspec.MsgspecError:
-                # The general path says what is wrong (or reads an error event that is not JSON).
-                self._message(SSEMessage(event_name(event_lines[number]), payload), out)
+                event = decode(payload)  # type: ignore[arg-type]
+            except (msgspec.MsgspecError, TypeError):
+                # The general path says what is wrong (or reads an error event that is not JSON,
+                # or an event over the cap, which msgspec refuses as no bytes).
+                self._message(frames.name(number), payload, out)
                 if state.ended:
                     return
                 continue
@@ -210,8 +206,8 @@ class AnthropicMapper:
                             if text:
                                 out.append(TextDelta(text=text))
                             continue
-            elif event.type is None:
-                event.type = event_name(event_lines[number]).decode("utf-8", "replace")
+            elif event.type is None and (name := frames.name(number)) is not None:
+                event.type = name.decode("utf-8", "replace")
             self._event(event, out, payload)
             if state.ended:
                 return

@@ -47,7 +47,8 @@ from ...core.events import (
 from ...core.mapper import MapperSettings, cap_text
 from ...core.stream_state import StreamState
 from ..frame_errors import not_json_error, overflow_error, unknown_shape_error
-from ..sse import FrameOverflow, SSEDecoder, SSEMessage
+from ..framing import FrameOverflow
+from ..sse import SSEDecoder
 from .finish import (
     MALFORMED,
     MAX_TOKENS,
@@ -137,7 +138,7 @@ class GeminiMapper:
         #: Text read the short way and not yet in the replay log: it goes there in one step,
         #: before anything else can touch the log.
         texts: list[str] = []
-        for payload in self._sse.feed_data(data):
+        for payload in self._sse.feed(data).payloads:
             if texting and type(payload) is bytes and not state.ended:
                 try:
                     chunk = decode_text_chunk(payload)
@@ -180,8 +181,8 @@ class GeminiMapper:
     def finish(self, *, failed: bool = False) -> list[Event]:
         """The source ended: flush the framing, decide whether it ended cleanly, close."""
         out: list[Event] = []
-        for message in self._sse.finish():
-            self._payload(message.data if isinstance(message, SSEMessage) else message, out)
+        for payload in self._sse.finish().payloads:
+            self._payload(payload, out)
         sse = self._sse
         if not (self._object_source or self._state.ended or failed or sse.saw_field):
             # Not one SSE line: an HTML error page, a JSON error body, the JSON array that

@@ -25,9 +25,9 @@ read from Ollama's source (``server/routes.go``, ``model/parsers/``):
   that cannot be read before the first line of Ollama's shape are held back and reported when
   the stream proves to be one, so that a proxy's page is one error, not one per line.
 
-A long answer is thousands of lines of a few characters each. The complete lines of a large
-read are decoded with one call (:meth:`OllamaMapper._block`, exactly as line by line: see
-:mod:`.wire`), and a line of plain text or thinking is read in a few steps
+A long answer is thousands of lines of a few characters each. The lines the NDJSON decoder
+gives for a large read are decoded with one call (:meth:`OllamaMapper._block`, exactly as line
+by line: see :mod:`.wire`), and a line of plain text or thinking is read in a few steps
 (:meth:`OllamaMapper._plain`); every other line takes the general path.
 """
 
@@ -47,7 +47,8 @@ from ...core.events import (
 from ...core.mapper import MapperSettings, cap_text
 from ...core.stream_state import StreamState
 from ..frame_errors import overflow_error
-from ..ndjson import DEFAULT_MAX_LINE_BYTES, FrameOverflow, NDJSONDecoder
+from ..framing import FrameOverflow, Frames
+from ..ndjson import NDJSONDecoder
 from .wire import (
     ErrorBody,
     Line,
@@ -55,7 +56,8 @@ from .wire import (
     decode_any_lines,
     decode_line,
     decode_text_lines,
-    wrap_lines,
+    wrapped_block,
+    wrapped_lines,
 )
 
 __all__ = ["OllamaMapper", "finish_reason_from_ollama"]
@@ -94,9 +96,7 @@ class OllamaMapper:
     provider_name = "ollama"
 
     def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
-        #: The cap on one line; a block longer than it is read line by line (:meth:`_block`).
-        self._line_cap = DEFAULT_MAX_LINE_BYTES
-        self._ndjson = NDJSONDecoder(self._line_cap)
+        self._ndjson = NDJSONDecoder()
         self._state = StreamState(settings)
         self._calls = self._state.calls
         self._facts = self._state.facts
@@ -124,29 +124,31 @@ class OllamaMapper:
     def feed_bytes(self, data: bytes) -> list[Event]:
         """Take the next bytes of an NDJSON body (any split).
 
-        The complete lines in the middle of a read (after its first line end, up to its last)
-        are read at once when that is exactly the same as reading them one by one
-        (:meth:`_block`); the rest goes through the NDJSON decoder line by line.
+        The lines of a large read are read at once when that is exactly the same as reading
+        them one by one (:meth:`_block`); else, and for a small read, one by one.
         """
         out: list[Event] = []
-        if len(data) < _BLOCK_READ or (first := data.find(b"\n")) == (last := data.rfind(b"\n")):
-            # A small read (a line per read, as Ollama flushes them), or one line end at most:
-            # nothing worth reading at once.
-            for line in self._ndjson.feed(data):
-                self._payload(line, out)
+        frames = self._ndjson.feed(data)
+        large = len(data) >= _BLOCK_READ
+        if large and frames.joined is not None and self._streaming and self._block(frames, out):
             return out
+        lines = frames.payloads
         payload = self._payload
-        ndjson = self._ndjson
-        # The decoder may hold the start of a line: the first line end completes it. After it
-        # the decoder holds nothing, so the lines up to the last line end are whole here.
-        for line in ndjson.feed(data[: first + 1]):
-            payload(line, out)
-        block = data[first + 1 : last + 1]
-        if not self._block(block, out):
-            for line in ndjson.feed(block):
+        if not large or len(lines) < 2:
+            # A small read (a line per read, as Ollama flushes them): nothing worth reading
+            # at once.
+            for line in lines:
                 payload(line, out)
-        for line in ndjson.feed(data[last + 1 :]):  # the start of the next line: only held
-            payload(line, out)
+            return out
+        start = 0
+        while not self._streaming and start < len(lines):
+            # Until a line shows the body is a stream, unreadable lines are held back one by one.
+            payload(lines[start], out)
+            start += 1
+        rest = lines[start:] if start else lines
+        if rest and not self._block(Frames(rest), out):
+            for line in rest:
+                payload(line, out)
         return out
 
     def feed_object(self, chunk: object) -> list[Event]:
@@ -176,7 +178,7 @@ class OllamaMapper:
     def finish(self, *, failed: bool = False) -> list[Event]:
         """The source ended: flush the decoder, close open calls, decide the finish."""
         out: list[Event] = []
-        for line in self._ndjson.finish():
+        for line in self._ndjson.finish().payloads:
             self._payload(line, out)
         if not (self._streaming or self._state.ended):
             if failed or self._object_source or self._held_began_as_object:
@@ -256,19 +258,26 @@ class OllamaMapper:
             out.append(TextDelta(text=message.content))
         return True
 
-    def _block(self, block: bytes, out: list[Event]) -> bool:
-        """Read complete lines (``block`` ends with its last ``\\n``) with one decoder call.
+    def _block(self, block: Frames, out: list[Event]) -> bool:
+        """Read the lines the NDJSON decoder gave (unsplit if it has them so) with one call.
 
         Only once the body is a stream (so that no unreadable line is being held back), never
-        past the end, never for a block that may hold a line over the cap. The lines are
-        wrapped so that each decodes alone (:mod:`.wire`), and each is then read as
-        :meth:`_payload` reads the line the NDJSON decoder gives. A blank line, an unreadable
-        one or one of two values makes the block fail as a whole: False, nothing read, and the
-        caller reads its lines one by one.
+        past the end, never with a line over the cap among them. The lines are wrapped so that
+        each decodes alone (:mod:`.wire`), and each is then read as :meth:`_payload` reads it.
+        An unreadable line or one of two values makes the block fail as a whole: False,
+        nothing read, and the caller reads its lines one by one.
         """
-        if self._state.ended or not self._streaming or len(block) > self._line_cap:
+        if self._state.ended or not self._streaming:
             return False
-        wrapped, count = wrap_lines(block)
+        joined = block.joined
+        if joined is not None:
+            wrapped, count = wrapped_block(joined)
+        else:
+            try:
+                wrapped = wrapped_lines(block.payloads)  # type: ignore[arg-type]
+            except TypeError:
+                return False  # a FrameOverflow among them (not bytes)
+            count = len(block.payloads)
         if self._info_sent:
             # Most blocks: answer text and nothing else, each line a TextDelta of its content.
             try:
@@ -288,15 +297,10 @@ class OllamaMapper:
             return False
         plain = self._plain
         state = self._state
-        raws: list[bytes] | None = None
         for index, (line,) in enumerate(lines):
             if plain(line, out):
                 continue
-            if raws is None:
-                raws = block.split(b"\n")
-            raw = raws[index]
-            # As the NDJSON decoder gives it: without a "\r" before its "\n".
-            self._decoded(line, out, raw[:-1] if raw[-1:] == b"\r" else raw)
+            self._decoded(line, out, block.payloads[index])  # type: ignore[arg-type]
             if state.ended:
                 break
         return True

@@ -35,7 +35,8 @@ from ...core.events import (
 from ...core.mapper import MapperSettings, cap_text
 from ...core.stream_state import StreamState
 from ..frame_errors import not_json_error, overflow_error, unknown_shape_error
-from ..sse import FrameOverflow, SSEDecoder, SSEMessage
+from ..framing import FrameOverflow
+from ..sse import SSEDecoder
 from .profiles import CHAT_PROFILES, ServerProfile
 
 __all__ = ["OpenAIChatMapper", "finish_reason_from_openai"]
@@ -173,7 +174,7 @@ class OpenAIChatMapper:
         decode = _decode_lean_chunk if self._info_sent else _decode_chunk
         handle = self._chunk
         state = self._state
-        for payload in self._sse.feed_data(data):
+        for payload in self._sse.feed(data).payloads:
             if state.ended or type(payload) is not bytes or payload[:1] != b"{":
                 self._payload(payload, out)
                 continue
@@ -213,8 +214,8 @@ class OpenAIChatMapper:
     def finish(self, *, failed: bool = False) -> list[Event]:
         """The source ended: flush the decoder, close open calls, decide the finish."""
         out: list[Event] = []
-        for message in self._sse.finish():
-            self._payload(message.data if isinstance(message, SSEMessage) else message, out)
+        for payload in self._sse.finish().payloads:
+            self._payload(payload, out)
         sse = self._sse
         elsewhere = self._object_source or self._framed_elsewhere
         if not (elsewhere or self._state.ended or failed or sse.saw_field):

@@ -6,8 +6,7 @@ Responses protocol (LM Studio's Open Responses). What each rule handles:
 - framing: SSE with ``event:`` lines, which may come after ``data:`` (Bedrock Mantle); the
   payload's own ``type`` names the event (the ``event:`` name is used only when it has none);
   there is no ``[DONE]`` (one is ignored if a server sends it): the terminator is
-  ``response.completed``, ``response.incomplete`` or ``response.failed``; runs of simple events
-  are split without the SSE decoder's line-by-line reading, with the same result (:mod:`.framing`);
+  ``response.completed``, ``response.incomplete`` or ``response.failed``;
 - ``sequence_number`` may be absent (recordings before ~April 2025) or in any key position; when
   present, a gap or a repeat means an event was lost or replayed, which is an unreadable piece
   (every call open then never runs) and a repeated event is not applied twice;
@@ -43,9 +42,9 @@ from ...core.events import (
 from ...core.mapper import MapperSettings, cap_text
 from ...core.stream_state import StreamState
 from ..frame_errors import overflow_error
-from ..sse import FrameOverflow, SSEMessage
+from ..framing import FrameOverflow, Frames
+from ..sse import SSEDecoder
 from .calls import FunctionCalls
-from .framing import ResponsesFraming
 from .items import CLIENT_CALL_ITEM
 from .outputs import FinishedItems
 from .sequence import EventNumbers
@@ -91,7 +90,7 @@ class OpenAIResponsesMapper:
     provider_name = "openai"
 
     def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
-        self._framing = ResponsesFraming()
+        self._sse = SSEDecoder()
         self._state = StreamState(settings)
         self._max_argument_chars = settings.max_argument_chars
         self._facts = self._state.facts
@@ -122,13 +121,7 @@ class OpenAIResponsesMapper:
         out: list[Event] = []
         if self._state.ended:
             return out  # nothing after the end is read (and the framing is no longer needed)
-        before, names, payloads, after = self._framing.feed(data)
-        for message in before:
-            self._message(message, out)
-        if payloads:
-            self._simple_events(names, payloads, out)
-        for message in after:
-            self._message(message, out)
+        self._frames(self._sse.feed(data), out)
         return out
 
     def feed_object(self, chunk: object) -> list[Event]:
@@ -156,10 +149,9 @@ class OpenAIResponsesMapper:
     def finish(self, *, failed: bool = False) -> list[Event]:
         """The source ended: flush the framing, settle open calls, decide the finish once."""
         out: list[Event] = []
-        sse = self._framing.decoder
-        for message in sse.finish():
-            self._message(message, out)
-        if not (self._object_source or self._state.ended or failed or self._framing.saw_field):
+        sse = self._sse
+        self._frames(sse.finish(), out)
+        if not (self._object_source or self._state.ended or failed or sse.saw_field):
             # Not one SSE line: an HTML error page, a JSON error body (stream=false?), nothing.
             self._state.not_a_stream(
                 out, size=sse.bytes_seen, head=sse.first_bytes, what="an event stream"
@@ -169,19 +161,18 @@ class OpenAIResponsesMapper:
 
     # -- framing -----------------------------------------------------------------------------
 
-    def _message(self, message: SSEMessage | FrameOverflow, out: list[Event]) -> None:
+    def _message(self, name: bytes | None, data: bytes | FrameOverflow, out: list[Event]) -> None:
+        """One event the general way (``name``: its ``event:`` name, if any)."""
         if self._state.ended:
             return
-        if type(message) is FrameOverflow:
-            self._unreadable_event(out, overflow_error(message))
+        if type(data) is FrameOverflow:
+            self._unreadable_event(out, overflow_error(data))
             return
-        assert type(message) is SSEMessage
-        self._payload(message.data, message.event, out)
+        assert type(data) is bytes
+        self._payload(data, name, out)
 
-    def _simple_events(
-        self, names: list[bytes] | None, payloads: list[bytes], out: list[Event]
-    ) -> None:
-        """The events :class:`ResponsesFraming` read (``names``: their ``event:`` lines).
+    def _frames(self, frames: Frames, out: list[Event]) -> None:
+        """The events of a read, each through ``_message``, the commonest inline.
 
         The hot path, most events of a long call: one more argument piece for a call that is
         open, in sequence. It is taken only when the general path would do exactly the same
@@ -196,10 +187,13 @@ class OpenAIResponsesMapper:
         emit = calls.emit_deltas
         max_chars = self._max_argument_chars
         decode = decode_envelope
-        for position, data in enumerate(payloads):
+        for position, data in enumerate(frames.payloads):
             if state.ended:
                 return
             envelope: Envelope | None = None
+            if type(data) is not bytes:
+                self._message(None, data, out)  # an event over the cap
+                continue
             if data[:1] == b"{":
                 try:
                     envelope = decode(data)
@@ -241,7 +235,7 @@ class OpenAIResponsesMapper:
                         else:
                             calls.append_to(out, call, delta)
                     continue
-            name = names[position][7:] if names is not None else None
+            name = frames.name(position)
             if envelope is None:
                 self._payload(data, name, out)
             else:
