@@ -41,9 +41,8 @@ import msgspec
 
 from ...core.events import Event, ProviderContent, ProviderError, ResponseInfo, TextDelta, Usage
 from ...core.mapper import MapperSettings, cap_text
-from ...core.stream_state import StreamState
-from ..frame_errors import not_json_error, overflow_error
 from ..framing import FrameOverflow, Frames
+from ..mapper_base import MapperBase
 from ..sse import SSEDecoder
 from .blocks import ContentRecord
 from .content import ContentReader
@@ -63,33 +62,19 @@ __all__ = ["AnthropicMapper"]
 _DEFAULT_SETTINGS = MapperSettings()
 
 
-class AnthropicMapper:
+class AnthropicMapper(MapperBase):
     """Sans-I/O mapper for one Messages stream (SSE bytes, or the SDK's raw stream events)."""
 
     provider_name = "anthropic"
+    unit = "an event"
 
     def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
+        super().__init__(settings)
         self._sse = SSEDecoder()
-        self._state = StreamState(settings)
-        self._facts = self._state.facts
         self._record = ContentRecord()
         self._content = ContentReader(self._state, self._record)
         self._input_tokens: int | None = None
         self._info_sent = False
-        self._object_source = False
-
-    @property
-    def done(self) -> bool:
-        """``message_stop`` (or a fatal error) was seen: nothing after it is read."""
-        return self._state.ended
-
-    def fail(self, error: ProviderError) -> list[Event]:
-        """A fatal error from outside the body (an HTTP status): the turn ends in ``error``."""
-        out: list[Event] = []
-        if not self._state.ended:
-            self._state.fatal(out, error)
-            self._end(out)
-        return out
 
     def content_blocks(self) -> tuple[dict[str, Any], ...]:
         """The assistant content so far, as it goes back to the API (see :mod:`.blocks`)."""
@@ -117,9 +102,7 @@ class AnthropicMapper:
         try:
             event = msgspec.convert(payload, StreamEvent, strict=False)
         except msgspec.ValidationError as error:
-            self._state.unreadable(
-                out, _unknown_shape(f"an event of unknown shape: {error}", payload)
-            )
+            self._unreadable(out, _unknown_shape(f"an event of unknown shape: {error}", payload))
             return out
         self._event(event, out, payload)
         return out
@@ -128,12 +111,7 @@ class AnthropicMapper:
         """The source ended: flush the decoder, close open calls, decide the finish."""
         out: list[Event] = []
         self._frames(self._sse.finish(), out)
-        sse = self._sse
-        if not (self._object_source or self._state.ended or failed or sse.saw_field):
-            # Not one SSE line: an HTML error page, a JSON error body, an empty 200.
-            self._state.not_a_stream(
-                out, size=sse.bytes_seen, head=sse.first_bytes, what="an event stream"
-            )
+        self._not_a_stream(out, self._sse, failed=failed, saw_stream=self._sse.saw_field)
         self._end(out)
         return out
 
@@ -143,27 +121,21 @@ class AnthropicMapper:
         """One event the general way: decoded, or the error that says what is wrong with it."""
         if self._state.ended:
             return
-        if type(data) is FrameOverflow:
-            self._state.unreadable(out, overflow_error(data))
-            return
-        assert type(data) is bytes
-        try:
-            event = decode_event(data)
-        except msgspec.ValidationError as error:
-            self._state.unreadable(out, _unknown_shape(f"an event of unknown shape: {error}", data))
-            return
-        except msgspec.DecodeError as error:
-            if not data.strip():
-                return
-            if name == b"error":
-                # An error event whose body is not JSON is still the provider's error.
-                self._error(ErrorBody(message=cap_text(data, 200)), out, data)
-                return
-            self._state.unreadable(out, not_json_error(error, data))
+        event = self._decoded(decode_event, data, out, name)
+        if event is None:
             return
         if event.type is None and name is not None:
             event.type = name.decode("utf-8", "replace")
         self._event(event, out, data)
+
+    def _not_json(
+        self, error: msgspec.DecodeError, data: bytes, name: bytes | None, out: list[Event]
+    ) -> None:
+        if name == b"error":
+            # An error event whose body is not JSON is still the provider's error.
+            self._error(ErrorBody(message=cap_text(data, 200)), out, data)
+            return
+        super()._not_json(error, data, name, out)
 
     def _frames(self, frames: Frames, out: list[Event]) -> None:
         """The events of a read: ``_message`` for each, the commonest inline.
@@ -233,11 +205,11 @@ class AnthropicMapper:
             self._error(event.error or ErrorBody(), out, raw)
         else:
             # Anthropic may add event types; one toolwire cannot read may have held call text.
-            self._state.unreadable(out, _unknown_shape(f"an event of unknown type {kind!r}", raw))
+            self._unreadable(out, _unknown_shape(f"an event of unknown type {kind!r}", raw))
 
     def _message_start(self, message: MessageHead | None, out: list[Event], raw: object) -> None:
         if message is None:
-            self._state.unreadable(out, _unknown_shape("message_start without a message", raw))
+            self._unreadable(out, _unknown_shape("message_start without a message", raw))
             return
         if not self._info_sent and (message.model is not None or message.id is not None):
             self._info_sent = True

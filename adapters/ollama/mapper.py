@@ -45,9 +45,9 @@ from ...core.events import (
     Usage,
 )
 from ...core.mapper import MapperSettings, cap_text
-from ...core.stream_state import StreamState
-from ..frame_errors import overflow_error
+from ..frame_errors import unknown_shape_error
 from ..framing import FrameOverflow, Frames
+from ..mapper_base import MapperBase
 from ..ndjson import NDJSONDecoder
 from .wire import (
     ErrorBody,
@@ -79,29 +79,23 @@ def finish_reason_from_ollama(raw: str | None) -> StopReason:
     return _DONE_REASONS.get(raw, "unknown")
 
 
-def _unknown_shape(detail: str, raw: bytes | str) -> ProviderError:
-    return ProviderError(
-        message=f"a line of unknown shape: {detail}", kind="unknown_shape", raw=cap_text(raw)
-    )
-
-
 _DEFAULT_SETTINGS = MapperSettings()
 #: Reads shorter than this are read line by line: a few lines gain nothing from :meth:`_block`.
 _BLOCK_READ = 1024
 
 
-class OllamaMapper:
+class OllamaMapper(MapperBase):
     """Sans-I/O mapper for one ``/api/chat`` stream (NDJSON bytes or ``ollama`` SDK chunks)."""
 
     provider_name = "ollama"
+    unit = "a line"
+    line_unit = "a line"
 
     def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
+        super().__init__(settings)
         self._ndjson = NDJSONDecoder()
-        self._state = StreamState(settings)
         self._calls = self._state.calls
-        self._facts = self._state.facts
         self._info_sent = False
-        self._object_source = False
         #: A line of Ollama's shape was read: the body is a stream, errors are reported as met.
         self._streaming = False
         #: The first unreadable line before that, how many there were, and whether one of them
@@ -109,15 +103,6 @@ class OllamaMapper:
         self._held: ProviderError | None = None
         self._held_count = 0
         self._held_began_as_object = False
-
-    @property
-    def done(self) -> bool:
-        """The ``done: true`` line was seen (or the run ended): nothing after it is read."""
-        return self._state.ended
-
-    def fail(self, error: ProviderError) -> list[Event]:
-        """A fatal error from outside the body (an HTTP status): the turn ends in ``error``."""
-        return self._state.fail(error)
 
     # -- input -------------------------------------------------------------------------------
 
@@ -167,10 +152,10 @@ class OllamaMapper:
         try:
             line = msgspec.convert(payload, Line, strict=False)
         except msgspec.ValidationError as error:
-            self._state.unreadable(out, _unknown_shape(str(error), repr(payload)))
+            self._state.unreadable(out, unknown_shape_error(error, repr(payload), self.unit))
             return out
         if not _has_ollama_shape(line):
-            self._state.unreadable(out, _unknown_shape(_NO_FIELDS, repr(payload)))
+            self._state.unreadable(out, unknown_shape_error(_NO_FIELDS, repr(payload), self.unit))
             return out
         self._line(line, out, b"")
         return out
@@ -180,20 +165,19 @@ class OllamaMapper:
         out: list[Event] = []
         for line in self._ndjson.finish().payloads:
             self._payload(line, out)
-        if not (self._streaming or self._state.ended):
-            if failed or self._object_source or self._held_began_as_object:
-                # A read that failed, or a first line cut short: a stream that dropped.
-                self._release_held(out)
-            else:
-                # Not one line of Ollama's shape: an HTML page, a JSON error body, an empty 200.
-                # Saying "the stream dropped" would invite a retry that fails the same way.
-                ndjson = self._ndjson
-                self._state.not_a_stream(
-                    out,
-                    size=ndjson.bytes_seen,
-                    head=ndjson.first_bytes,
-                    what="an Ollama NDJSON stream",
-                )
+        if not (self._streaming or self._state.ended) and (
+            failed or self._object_source or self._held_began_as_object
+        ):
+            # A read that failed, or a first line cut short: a stream that dropped.
+            self._release_held(out)
+        # Not one line of Ollama's shape: an HTML page, a JSON error body, an empty 200.
+        self._not_a_stream(
+            out,
+            self._ndjson,
+            failed=failed,
+            saw_stream=self._streaming or self._held_began_as_object,
+            what="an Ollama NDJSON stream",
+        )
         self._state.end(out)
         return out
 
@@ -202,32 +186,21 @@ class OllamaMapper:
     def _payload(self, data: bytes | FrameOverflow, out: list[Event]) -> None:
         if self._state.ended:
             return
-        if type(data) is FrameOverflow:
-            self._unreadable(out, overflow_error(data))
-            return
-        assert type(data) is bytes
-        try:
-            line = decode_line(data)
-        except msgspec.ValidationError as error:
-            self._unreadable(out, _unknown_shape(str(error), data))
-            return
-        except msgspec.DecodeError as error:
-            if data.lstrip()[:1] == b"{":
-                self._held_began_as_object = True
-            self._unreadable(
-                out,
-                ProviderError(
-                    message=f"a line that is not JSON: {error}", kind="not_json", raw=cap_text(data)
-                ),
-            )
-            return
-        if not self._plain(line, out):
-            self._decoded(line, out, data)
+        line = self._decoded(decode_line, data, out)
+        if line is not None and not self._plain(line, out):
+            self._read(line, out, data)  # type: ignore[arg-type]
 
-    def _decoded(self, line: Line, out: list[Event], data: bytes) -> None:
+    def _not_json(
+        self, error: msgspec.DecodeError, data: bytes, name: bytes | None, out: list[Event]
+    ) -> None:
+        if data.lstrip()[:1] == b"{":
+            self._held_began_as_object = True  # a first line cut short: a stream that dropped
+        super()._not_json(error, data, name, out)
+
+    def _read(self, line: Line, out: list[Event], data: bytes) -> None:
         """A line decoded from ``data``: checked for Ollama's shape, then read."""
         if not _has_ollama_shape(line):
-            self._unreadable(out, _unknown_shape(_NO_FIELDS, data))
+            self._unreadable(out, unknown_shape_error(_NO_FIELDS, data, self.unit))
             return
         if not self._streaming:
             self._streaming = True
@@ -235,10 +208,10 @@ class OllamaMapper:
         self._line(line, out, data)
 
     def _plain(self, line: Line, out: list[Event]) -> bool:
-        """Read a line that carries only text or thinking, as :meth:`_decoded` would; say so.
+        """Read a line that carries only text or thinking, as :meth:`_read` would; say so.
 
         Most lines of a stream are such: this is their short way. Any other line is left to
-        :meth:`_decoded` (False, nothing read).
+        :meth:`_read` (False, nothing read).
         """
         message = line.message
         if (
@@ -300,7 +273,7 @@ class OllamaMapper:
         for index, (line,) in enumerate(lines):
             if plain(line, out):
                 continue
-            self._decoded(line, out, block.payloads[index])  # type: ignore[arg-type]
+            self._read(line, out, block.payloads[index])  # type: ignore[arg-type]
             if state.ended:
                 break
         return True

@@ -2,7 +2,7 @@
 
 The general path is forced by switching both off on a mapper: ``_block`` always declines (every
 line the NDJSON decoder gives goes through ``_payload``) and ``_plain`` always declines (every
-line through ``_decoded`` / ``_line``), as before the fast paths existed. Both mappers read every
+line through ``_read`` / ``_line``), as before the fast paths existed. Both mappers read every
 body of ``test_ollama_fixtures``, and variants made to leave the fast paths (``\\r\\n`` line
 ends, blank and keep-alive lines, unreadable lines, a line of two values, lines that only make
 a value together, lines of other shapes, lines after the end, a first line that is no Ollama
