@@ -14,7 +14,7 @@ import msgspec
 
 from ..core.events import ProviderError
 from ..core.mapper import cap_text
-from .sse import FrameOverflow
+from .framing import FrameOverflow
 
 __all__ = ["not_json_error", "overflow_error", "unknown_shape_error"]
 
@@ -32,15 +32,19 @@ def overflow_error(item: FrameOverflow) -> ProviderError:
     )
 
 
-def not_json_error(error: msgspec.DecodeError, data: bytes) -> ProviderError:
-    """A ``not_json`` error quoting the line."""
+def not_json_error(
+    error: msgspec.DecodeError, data: bytes, what: str = "a data line"
+) -> ProviderError:
+    """A ``not_json`` error quoting the line (``what``: how the format calls one)."""
     return ProviderError(
-        message=f"a data line that is not JSON: {error}", kind="not_json", raw=cap_text(data)
+        message=f"{what} that is not JSON: {error}", kind="not_json", raw=cap_text(data)
     )
 
 
-def unknown_shape_error(error: msgspec.ValidationError, raw: bytes | str) -> ProviderError:
-    """An ``unknown_shape`` error quoting the chunk."""
+def unknown_shape_error(
+    error: msgspec.ValidationError | str, raw: bytes | str, what: str = "a chunk"
+) -> ProviderError:
+    """An ``unknown_shape`` error quoting the chunk (``what``: how the format calls one)."""
     return ProviderError(
-        message=f"a chunk of unknown shape: {error}", kind="unknown_shape", raw=cap_text(raw)
+        message=f"{what} of unknown shape: {error}", kind="unknown_shape", raw=cap_text(raw)
     )

@@ -15,7 +15,11 @@ The rules, each for a quirk seen or allowed in the wild:
 Cost is linear in the bytes fed, however they are split (a line longer than a read is kept as a
 list of pieces and joined once). Memory is bounded by ``max_line_bytes``: a longer line is not
 kept (its bytes are counted and dropped) and comes out as one
-:class:`~toolwire.adapters.sse.FrameOverflow` in its place; the lines after it decode normally.
+:class:`~toolwire.adapters.framing.FrameOverflow` in its place; the lines after it decode normally.
+The unfinished line, the cap and the body's first bytes are kept by the
+:class:`~toolwire.adapters.framing.LineBuffer` the SSE decoder uses too, and every
+:meth:`~NDJSONDecoder.feed` and :meth:`~NDJSONDecoder.finish` returns the same
+:class:`~toolwire.adapters.framing.Frames` (the lines as one column, never named).
 
 Like the SSE decoder, it keeps :attr:`NDJSONDecoder.saw_object`,
 :attr:`NDJSONDecoder.bytes_seen` and :attr:`NDJSONDecoder.first_bytes`, so that a body that is no
@@ -27,9 +31,16 @@ from __future__ import annotations
 from typing import Final
 
 from ..core.errors import ConfigurationError
-from .sse import DEFAULT_MAX_EVENT_BYTES, QUOTE_BYTES, FrameOverflow
+from .framing import (
+    DEFAULT_MAX_EVENT_BYTES,
+    QUOTE_BYTES,
+    FrameOverflow,
+    Frames,
+    LineBuffer,
+    non_blank,
+)
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "FrameOverflow", "NDJSONDecoder"]
+__all__ = ["DEFAULT_MAX_LINE_BYTES", "FrameOverflow", "Frames", "NDJSONDecoder"]
 
 DEFAULT_MAX_LINE_BYTES: Final = DEFAULT_MAX_EVENT_BYTES
 """The default cap on one line: the same as the SSE decoder's cap on one event."""
@@ -41,23 +52,13 @@ class NDJSONDecoder:
     """Feed bytes, get complete non-blank lines (without their line end). One per stream.
 
     A line longer than ``max_line_bytes`` (its ``\\r\\n`` not counted) comes out as a
-    :class:`~toolwire.adapters.sse.FrameOverflow` (``event`` is always ``None``) in its place.
-    For the line in progress the decoder holds at most the cap (plus one byte, for a ``\\r``
-    that may end the line) plus the unfinished end of the last read (:attr:`buffered_bytes`).
+    :class:`~toolwire.adapters.framing.FrameOverflow` (``event`` is always ``None``) in its
+    place. For the line in progress the decoder holds at most the cap (plus one byte, for a
+    ``\\r`` that may end the line) plus the unfinished end of the last read
+    (:attr:`buffered_bytes`).
     """
 
-    __slots__ = (
-        "_bytes_seen",
-        "_drop_cr",
-        "_drop_head",
-        "_drop_size",
-        "_first",
-        "_limit",
-        "_more",
-        "_more_size",
-        "_saw_object",
-        "_tail",
-    )
+    __slots__ = ("_limit", "_lines", "_saw_object")
 
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
         if type(max_line_bytes) is not int or max_line_bytes < 1:
@@ -65,18 +66,8 @@ class NDJSONDecoder:
                 f"max_line_bytes must be a positive int, not {max_line_bytes!r}"
             )
         self._limit = max_line_bytes
-        # The unfinished last line: the piece after the last "\n", then further pieces.
-        self._tail = b""
-        self._more: list[bytes] = []
-        self._more_size = 0
-        # While the unfinished line is being dropped: its size so far, its first bytes, and
-        # whether its last byte so far is "\r" (which the line end would make no part of it).
-        self._drop_size = -1
-        self._drop_head = b""
-        self._drop_cr = False
+        self._lines = LineBuffer()
         self._saw_object = False
-        self._bytes_seen = 0
-        self._first = b""
 
     # -- what the caller reads ------------------------------------------------------------------
 
@@ -92,12 +83,12 @@ class NDJSONDecoder:
     @property
     def bytes_seen(self) -> int:
         """How many bytes were fed in total."""
-        return self._bytes_seen
+        return self._lines.bytes_seen
 
     @property
     def first_bytes(self) -> bytes:
         """The first bytes of the body as received (at most :data:`QUOTE_BYTES`), for quoting."""
-        return self._first
+        return self._lines.first_bytes
 
     @property
     def buffered_bytes(self) -> int:
@@ -106,86 +97,73 @@ class NDJSONDecoder:
         (The unfinished end of the last read is kept as it is; the quote of a line over the cap,
         at most :data:`QUOTE_BYTES` + 1, is not counted.)
         """
-        return len(self._tail) + self._more_size
+        return self._lines.held
 
     # -- input ----------------------------------------------------------------------------------
 
-    def feed(self, chunk: bytes) -> list[bytes | FrameOverflow]:
+    def feed(self, chunk: bytes) -> Frames:
         """Take the next bytes of the body; return the lines they complete, blank ones skipped.
 
-        Every item is ``bytes`` except a line over the cap, which is a ``FrameOverflow``
+        Every payload is ``bytes`` except a line over the cap, which is a ``FrameOverflow``
         (test ``type(item) is bytes``: one identity check per line).
         """
         if not chunk:
-            return []
-        seen = self._bytes_seen
-        self._bytes_seen = seen + len(chunk)
-        if seen < QUOTE_BYTES:
-            self._first += chunk[: QUOTE_BYTES - seen]
+            return Frames([])
+        buffer = self._lines
+        buffer.count(chunk)
         if b"\n" not in chunk:
             # The line goes on: keep the piece, join nothing (this is what keeps cost linear).
-            self._hold(chunk)
-            return []
+            # One byte over the cap is allowed for a "\r" that the line end would drop.
+            buffer.hold(chunk, self._limit + 1)
+            return Frames([])
         out: list[bytes | FrameOverflow] = []
-        if self._drop_size >= 0 or self._more:
+        if buffer.in_long_line:
             # The end of a line longer than a read: ended apart from the rest of the read, so
             # that its bytes are copied once (joined), not again by a split.
             end = chunk.find(b"\n")
-            if self._drop_size >= 0:
-                self._count_dropped(chunk, end)
-                out.append(self._end_dropped_line())
-            else:
-                self._long_line([self._tail, *self._more, chunk[:end]], out)
-            buffer = chunk[end + 1 :]
-        else:
-            tail = self._tail
-            buffer = tail + chunk if tail else chunk
-        lines = buffer.split(b"\n")
-        self._tail = lines.pop()
-        if b"\r" in buffer:
+            self._whole_line(*buffer.end_long_line(chunk, end), out)
+            chunk = chunk[end + 1 :]
+        joined = buffer.split_block(chunk)
+        if joined is None:
+            return Frames(out)
+        if not out and self._saw_object and len(joined) <= self._limit and b"\r" not in joined:
+            # The common read, checked at C speed: no "\r" to drop, no line over the cap, and
+            # the body known to be NDJSON. The lines are handed over unsplit (see Frames).
+            return Frames(joined=joined)
+        lines = joined.split(b"\n")
+        if b"\r" in joined:
             lines = [line[:-1] if line[-1:] == b"\r" else line for line in lines]
-        if len(buffer) > self._limit:
+        if len(joined) > self._limit:
             # Only then can a line among them be over the cap.
             for line in lines:
                 self._line(line, out)
-            return out
-        kept = [
-            line
-            for line in lines
-            if line and (line[0] not in _JSON_SPACE or line.strip(_JSON_SPACE))
-        ]
+            return Frames(out)
+        kept = non_blank(lines)
         if not self._saw_object:
             self._saw_object = any(line.lstrip(_JSON_SPACE)[:1] == b"{" for line in kept)
         if out:
             out.extend(kept)
-            return out
-        return kept  # type: ignore[return-value]
+            return Frames(out)
+        return Frames(kept)  # type: ignore[arg-type]
 
-    def finish(self) -> list[bytes | FrameOverflow]:
+    def finish(self) -> Frames:
         """The body ended: a last line with no ``\\n`` after it is complete."""
         out: list[bytes | FrameOverflow] = []
-        if self._drop_size >= 0:
-            out.append(self._end_dropped_line())
-        elif self._tail:
-            line = b"".join([self._tail, *self._more]) if self._more else self._tail
-            self._tail = b""
-            self._more = []
-            self._more_size = 0
-            self._line(line[:-1] if line[-1:] == b"\r" else line, out)
-        return out
+        last = self._lines.flush()
+        if last is not None:
+            self._whole_line(*last, out)
+        return Frames(out)
 
     # -- framing --------------------------------------------------------------------------------
 
-    def _long_line(self, pieces: list[bytes], out: list[bytes | FrameOverflow]) -> None:
-        """Join the pieces of a line longer than a read, its ``\\r`` (if any) left out."""
-        self._tail = b""
-        self._more = []
-        self._more_size = 0
-        if not pieces[-1]:
-            pieces.pop()  # the "\n" started the read
-        if pieces[-1][-1:] == b"\r":
-            pieces[-1] = pieces[-1][:-1]
-        self._line(b"".join(pieces), out)
+    def _whole_line(
+        self, pieces: list[bytes], size: int, dropped: bool, out: list[bytes | FrameOverflow]
+    ) -> None:
+        """A line longer than a read, ended: joined once, or its overflow if it was dropped."""
+        if dropped:
+            out.append(self._overflow(size, pieces[0][:QUOTE_BYTES]))
+        else:
+            self._line(b"".join(pieces), out)
 
     def _line(self, line: bytes, out: list[bytes | FrameOverflow]) -> None:
         """One complete line (its line end removed), checked against the cap."""
@@ -195,48 +173,6 @@ class NDJSONDecoder:
             if not self._saw_object and line.lstrip(_JSON_SPACE)[:1] == b"{":
                 self._saw_object = True
             out.append(line)
-
-    def _hold(self, piece: bytes) -> None:
-        """Keep a piece of the unfinished line, or only count it once the line is over the cap."""
-        if self._drop_size >= 0:
-            self._count_dropped(piece, len(piece))
-            return
-        if self._tail:
-            self._more.append(piece)
-            self._more_size += len(piece)
-        else:
-            self._tail = piece
-        size = len(self._tail) + self._more_size
-        if size > self._limit + 1:
-            # Over the cap even if its last byte is a "\r" that the line end drops: stop keeping.
-            head = self._tail[: QUOTE_BYTES + 1]
-            for more in self._more:
-                if len(head) > QUOTE_BYTES:
-                    break
-                head += more[: QUOTE_BYTES + 1 - len(head)]
-            self._drop_head = head
-            self._drop_size = size
-            self._drop_cr = piece[-1] == 13
-            self._tail = b""
-            self._more = []
-            self._more_size = 0
-
-    def _count_dropped(self, piece: bytes, length: int) -> None:
-        """Count the first ``length`` bytes of ``piece`` into the line being dropped."""
-        if length:
-            self._drop_size += length
-            self._drop_cr = piece[length - 1] == 13
-            if len(self._drop_head) <= QUOTE_BYTES:
-                self._drop_head += piece[: min(length, QUOTE_BYTES + 1 - len(self._drop_head))]
-
-    def _end_dropped_line(self) -> FrameOverflow:
-        """The line end of a dropped line arrived: its overflow, from its size and first bytes."""
-        size = self._drop_size - (1 if self._drop_cr else 0)
-        head = self._drop_head[:size]  # without a final "\r" when the head is the whole line
-        self._drop_size = -1
-        self._drop_head = b""
-        self._drop_cr = False
-        return self._overflow(size, head[:QUOTE_BYTES])
 
     def _overflow(self, size: int, head: bytes) -> FrameOverflow:
         """The item for a line over the cap (which still counts as an object if it began as one)."""

@@ -27,10 +27,10 @@ here come from the recordings in ``shared/fixtures/streams/anthropic/``:
 - ``event: error`` (``overloaded_error`` mid-stream, ``error_overloaded_mid_stream.derived.sse``)
   is fatal: the turn ends in ``error`` there, with the error's type as the code.
 
-Cost: every event is named, so runs of events are framed in bulk (:mod:`.framing`) and the
-commonest event, one more ``input_json_delta`` or ``text_delta`` piece for the block being
-written, is handled inline (``_framed``); everything else takes the general path, with the same
-result (``tests/adapters/test_anthropic_fast_path.py`` compares the two).
+Cost: the SSE decoder splits runs of named events in bulk, and the commonest event, one more
+``input_json_delta`` or ``text_delta`` piece for the block being written, is handled inline
+(``_frames``); everything else takes the general path (``_message``), with the same result
+(``tests/adapters/test_anthropic_fast_path.py`` compares the two).
 """
 
 from __future__ import annotations
@@ -41,12 +41,11 @@ import msgspec
 
 from ...core.events import Event, ProviderContent, ProviderError, ResponseInfo, TextDelta, Usage
 from ...core.mapper import MapperSettings, cap_text
-from ...core.stream_state import StreamState
-from ..frame_errors import not_json_error, overflow_error
-from ..sse import FrameOverflow, SSEMessage
+from ..framing import FrameOverflow, Frames
+from ..mapper_base import MapperBase
+from ..sse import SSEDecoder
 from .blocks import ContentRecord
 from .content import ContentReader
-from .framing import EventFramer, event_name
 from .wire import (
     LENGTH_STOP_REASONS,
     ErrorBody,
@@ -63,33 +62,19 @@ __all__ = ["AnthropicMapper"]
 _DEFAULT_SETTINGS = MapperSettings()
 
 
-class AnthropicMapper:
+class AnthropicMapper(MapperBase):
     """Sans-I/O mapper for one Messages stream (SSE bytes, or the SDK's raw stream events)."""
 
     provider_name = "anthropic"
+    unit = "an event"
 
     def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
-        self._framer = EventFramer()
-        self._state = StreamState(settings)
-        self._facts = self._state.facts
+        super().__init__(settings)
+        self._sse = SSEDecoder()
         self._record = ContentRecord()
         self._content = ContentReader(self._state, self._record)
         self._input_tokens: int | None = None
         self._info_sent = False
-        self._object_source = False
-
-    @property
-    def done(self) -> bool:
-        """``message_stop`` (or a fatal error) was seen: nothing after it is read."""
-        return self._state.ended
-
-    def fail(self, error: ProviderError) -> list[Event]:
-        """A fatal error from outside the body (an HTTP status): the turn ends in ``error``."""
-        out: list[Event] = []
-        if not self._state.ended:
-            self._state.fatal(out, error)
-            self._end(out)
-        return out
 
     def content_blocks(self) -> tuple[dict[str, Any], ...]:
         """The assistant content so far, as it goes back to the API (see :mod:`.blocks`)."""
@@ -100,11 +85,7 @@ class AnthropicMapper:
     def feed_bytes(self, data: bytes) -> list[Event]:
         """Take the next bytes of an SSE body."""
         out: list[Event] = []
-        messages, event_lines, payloads = self._framer.feed(data)
-        for message in messages:
-            self._message(message, out)
-        if payloads:
-            self._framed(event_lines, payloads, out)
+        self._frames(self._sse.feed(data), out)
         return out
 
     def feed_object(self, chunk: object) -> list[Event]:
@@ -121,9 +102,7 @@ class AnthropicMapper:
         try:
             event = msgspec.convert(payload, StreamEvent, strict=False)
         except msgspec.ValidationError as error:
-            self._state.unreadable(
-                out, _unknown_shape(f"an event of unknown shape: {error}", payload)
-            )
+            self._unreadable(out, _unknown_shape(f"an event of unknown shape: {error}", payload))
             return out
         self._event(event, out, payload)
         return out
@@ -131,47 +110,35 @@ class AnthropicMapper:
     def finish(self, *, failed: bool = False) -> list[Event]:
         """The source ended: flush the decoder, close open calls, decide the finish."""
         out: list[Event] = []
-        for message in self._framer.finish():
-            self._message(message, out)
-        sse = self._framer.decoder
-        if not (self._object_source or self._state.ended or failed or sse.saw_field):
-            # Not one SSE line: an HTML error page, a JSON error body, an empty 200.
-            self._state.not_a_stream(
-                out, size=sse.bytes_seen, head=sse.first_bytes, what="an event stream"
-            )
+        self._frames(self._sse.finish(), out)
+        self._not_a_stream(out, self._sse, failed=failed, saw_stream=self._sse.saw_field)
         self._end(out)
         return out
 
     # -- translation -------------------------------------------------------------------------
 
-    def _message(self, message: SSEMessage | FrameOverflow, out: list[Event]) -> None:
+    def _message(self, name: bytes | None, data: bytes | FrameOverflow, out: list[Event]) -> None:
+        """One event the general way: decoded, or the error that says what is wrong with it."""
         if self._state.ended:
             return
-        if type(message) is FrameOverflow:
-            self._state.unreadable(out, overflow_error(message))
+        event = self._decoded(decode_event, data, out, name)
+        if event is None:
             return
-        assert type(message) is SSEMessage
-        data = message.data
-        try:
-            event = decode_event(data)
-        except msgspec.ValidationError as error:
-            self._state.unreadable(out, _unknown_shape(f"an event of unknown shape: {error}", data))
-            return
-        except msgspec.DecodeError as error:
-            if not data.strip():
-                return
-            if message.event == b"error":
-                # An error event whose body is not JSON is still the provider's error.
-                self._error(ErrorBody(message=cap_text(data, 200)), out, data)
-                return
-            self._state.unreadable(out, not_json_error(error, data))
-            return
-        if event.type is None and message.event is not None:
-            event.type = message.event.decode("utf-8", "replace")
+        if event.type is None and name is not None:
+            event.type = name.decode("utf-8", "replace")
         self._event(event, out, data)
 
-    def _framed(self, event_lines: list[bytes], payloads: list[bytes], out: list[Event]) -> None:
-        """The events :class:`.EventFramer` framed: ``_message`` for each, the commonest inline.
+    def _not_json(
+        self, error: msgspec.DecodeError, data: bytes, name: bytes | None, out: list[Event]
+    ) -> None:
+        if name == b"error":
+            # An error event whose body is not JSON is still the provider's error.
+            self._error(ErrorBody(message=cap_text(data, 200)), out, data)
+            return
+        super()._not_json(error, data, name, out)
+
+    def _frames(self, frames: Frames, out: list[Event]) -> None:
+        """The events of a read: ``_message`` for each, the commonest inline.
 
         Most events of a turn are one more piece of the block being written: an
         ``input_json_delta`` for an open ``tool_use`` block, a ``text_delta`` for a ``text``
@@ -184,12 +151,13 @@ class AnthropicMapper:
         decode = decode_event
         by_index = self._record.by_index
         append_to = self._state.calls.append_to
-        for number, payload in enumerate(payloads):
+        for number, payload in enumerate(frames.payloads):
             try:
-                event = decode(payload)
-            except msgspec.MsgspecError:
-                # The general path says what is wrong (or reads an error event that is not JSON).
-                self._message(SSEMessage(event_name(event_lines[number]), payload), out)
+                event = decode(payload)  # type: ignore[arg-type]
+            except (msgspec.MsgspecError, TypeError):
+                # The general path says what is wrong (or reads an error event that is not JSON,
+                # or an event over the cap, which msgspec refuses as no bytes).
+                self._message(frames.name(number), payload, out)
                 if state.ended:
                     return
                 continue
@@ -210,8 +178,8 @@ class AnthropicMapper:
                             if text:
                                 out.append(TextDelta(text=text))
                             continue
-            elif event.type is None:
-                event.type = event_name(event_lines[number]).decode("utf-8", "replace")
+            elif event.type is None and (name := frames.name(number)) is not None:
+                event.type = name.decode("utf-8", "replace")
             self._event(event, out, payload)
             if state.ended:
                 return
@@ -237,11 +205,11 @@ class AnthropicMapper:
             self._error(event.error or ErrorBody(), out, raw)
         else:
             # Anthropic may add event types; one toolwire cannot read may have held call text.
-            self._state.unreadable(out, _unknown_shape(f"an event of unknown type {kind!r}", raw))
+            self._unreadable(out, _unknown_shape(f"an event of unknown type {kind!r}", raw))
 
     def _message_start(self, message: MessageHead | None, out: list[Event], raw: object) -> None:
         if message is None:
-            self._state.unreadable(out, _unknown_shape("message_start without a message", raw))
+            self._unreadable(out, _unknown_shape("message_start without a message", raw))
             return
         if not self._info_sent and (message.model is not None or message.id is not None):
             self._info_sent = True

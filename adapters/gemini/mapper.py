@@ -45,9 +45,10 @@ from ...core.events import (
     Usage,
 )
 from ...core.mapper import MapperSettings, cap_text
-from ...core.stream_state import StreamState
-from ..frame_errors import not_json_error, overflow_error, unknown_shape_error
-from ..sse import FrameOverflow, SSEDecoder, SSEMessage
+from ..frame_errors import unknown_shape_error
+from ..framing import FrameOverflow
+from ..mapper_base import MapperBase
+from ..sse import SSEDecoder
 from .finish import (
     MALFORMED,
     MAX_TOKENS,
@@ -86,18 +87,16 @@ class _Streamed:
         self.broken = False
 
 
-class GeminiMapper:
+class GeminiMapper(MapperBase):
     """Sans-I/O mapper for one Gemini / Vertex stream (SSE bytes or google-genai objects)."""
 
     provider_name = "gcp.gemini"
 
     def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
+        super().__init__(settings)
         self._sse = SSEDecoder()
-        self._state = StreamState(settings)
         self._calls = self._state.calls
-        self._facts = self._state.facts
         self._info_sent = False
-        self._object_source = False
         self._streamed: _Streamed | None = None
         self._replay = ReplayLog()
         self._last_usage: tuple[int | None, ...] | None = None
@@ -112,14 +111,6 @@ class GeminiMapper:
         the body is read to its end (a late usage or metadata chunk is not lost).
         """
         return self._state.ended
-
-    def fail(self, error: ProviderError) -> list[Event]:
-        """A fatal error from outside the body (an HTTP status): the turn ends in ``error``."""
-        out: list[Event] = []
-        if not self._state.ended:
-            self._state.fatal(out, error)
-            self._end(out)
-        return out
 
     # -- input -------------------------------------------------------------------------------
 
@@ -137,7 +128,7 @@ class GeminiMapper:
         #: Text read the short way and not yet in the replay log: it goes there in one step,
         #: before anything else can touch the log.
         texts: list[str] = []
-        for payload in self._sse.feed_data(data):
+        for payload in self._sse.feed(data).payloads:
             if texting and type(payload) is bytes and not state.ended:
                 try:
                     chunk = decode_text_chunk(payload)
@@ -172,7 +163,7 @@ class GeminiMapper:
         try:
             decoded = msgspec.convert(payload, Chunk)
         except msgspec.ValidationError as error:
-            self._state.unreadable(out, unknown_shape_error(error, repr(payload)))
+            self._unreadable(out, unknown_shape_error(error, repr(payload)))
             return out
         self._chunk(decoded, out, b"")
         return out
@@ -180,15 +171,11 @@ class GeminiMapper:
     def finish(self, *, failed: bool = False) -> list[Event]:
         """The source ended: flush the framing, decide whether it ended cleanly, close."""
         out: list[Event] = []
-        for message in self._sse.finish():
-            self._payload(message.data if isinstance(message, SSEMessage) else message, out)
-        sse = self._sse
-        if not (self._object_source or self._state.ended or failed or sse.saw_field):
-            # Not one SSE line: an HTML error page, a JSON error body, the JSON array that
-            # ``streamGenerateContent`` sends without ``alt=sse``, an empty 200.
-            self._state.not_a_stream(
-                out, size=sse.bytes_seen, head=sse.first_bytes, what="an event stream"
-            )
+        for payload in self._sse.finish().payloads:
+            self._payload(payload, out)
+        # Not one SSE line: an HTML error page, a JSON error body, the JSON array that
+        # ``streamGenerateContent`` sends without ``alt=sse``, an empty 200.
+        self._not_a_stream(out, self._sse, failed=failed, saw_stream=self._sse.saw_field)
         facts = self._facts
         if not failed and facts.raw is not None and not facts.error:
             # No terminator in this protocol: a finish reason, then a clean end of the body.
@@ -201,21 +188,9 @@ class GeminiMapper:
     def _payload(self, data: bytes | FrameOverflow, out: list[Event]) -> None:
         if self._state.ended:
             return
-        if type(data) is FrameOverflow:
-            self._state.unreadable(out, overflow_error(data))
-            return
-        assert type(data) is bytes
-        try:
-            chunk = decode_chunk(data)
-        except msgspec.ValidationError as error:
-            self._state.unreadable(out, unknown_shape_error(error, data))
-            return
-        except msgspec.DecodeError as error:
-            if not data.strip():
-                return
-            self._state.unreadable(out, not_json_error(error, data))
-            return
-        self._chunk(chunk, out, data)
+        chunk = self._decoded(decode_chunk, data, out)
+        if chunk is not None:
+            self._chunk(chunk, out, data)  # type: ignore[arg-type]
 
     # -- translation -------------------------------------------------------------------------
 

@@ -25,9 +25,9 @@ read from Ollama's source (``server/routes.go``, ``model/parsers/``):
   that cannot be read before the first line of Ollama's shape are held back and reported when
   the stream proves to be one, so that a proxy's page is one error, not one per line.
 
-A long answer is thousands of lines of a few characters each. The complete lines of a large
-read are decoded with one call (:meth:`OllamaMapper._block`, exactly as line by line: see
-:mod:`.wire`), and a line of plain text or thinking is read in a few steps
+A long answer is thousands of lines of a few characters each. The lines the NDJSON decoder
+gives for a large read are decoded with one call (:meth:`OllamaMapper._block`, exactly as line
+by line: see :mod:`.wire`), and a line of plain text or thinking is read in a few steps
 (:meth:`OllamaMapper._plain`); every other line takes the general path.
 """
 
@@ -45,9 +45,10 @@ from ...core.events import (
     Usage,
 )
 from ...core.mapper import MapperSettings, cap_text
-from ...core.stream_state import StreamState
-from ..frame_errors import overflow_error
-from ..ndjson import DEFAULT_MAX_LINE_BYTES, FrameOverflow, NDJSONDecoder
+from ..frame_errors import unknown_shape_error
+from ..framing import FrameOverflow, Frames
+from ..mapper_base import MapperBase
+from ..ndjson import NDJSONDecoder
 from .wire import (
     ErrorBody,
     Line,
@@ -55,7 +56,8 @@ from .wire import (
     decode_any_lines,
     decode_line,
     decode_text_lines,
-    wrap_lines,
+    wrapped_block,
+    wrapped_lines,
 )
 
 __all__ = ["OllamaMapper", "finish_reason_from_ollama"]
@@ -77,31 +79,23 @@ def finish_reason_from_ollama(raw: str | None) -> StopReason:
     return _DONE_REASONS.get(raw, "unknown")
 
 
-def _unknown_shape(detail: str, raw: bytes | str) -> ProviderError:
-    return ProviderError(
-        message=f"a line of unknown shape: {detail}", kind="unknown_shape", raw=cap_text(raw)
-    )
-
-
 _DEFAULT_SETTINGS = MapperSettings()
 #: Reads shorter than this are read line by line: a few lines gain nothing from :meth:`_block`.
 _BLOCK_READ = 1024
 
 
-class OllamaMapper:
+class OllamaMapper(MapperBase):
     """Sans-I/O mapper for one ``/api/chat`` stream (NDJSON bytes or ``ollama`` SDK chunks)."""
 
     provider_name = "ollama"
+    unit = "a line"
+    line_unit = "a line"
 
     def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
-        #: The cap on one line; a block longer than it is read line by line (:meth:`_block`).
-        self._line_cap = DEFAULT_MAX_LINE_BYTES
-        self._ndjson = NDJSONDecoder(self._line_cap)
-        self._state = StreamState(settings)
+        super().__init__(settings)
+        self._ndjson = NDJSONDecoder()
         self._calls = self._state.calls
-        self._facts = self._state.facts
         self._info_sent = False
-        self._object_source = False
         #: A line of Ollama's shape was read: the body is a stream, errors are reported as met.
         self._streaming = False
         #: The first unreadable line before that, how many there were, and whether one of them
@@ -110,43 +104,36 @@ class OllamaMapper:
         self._held_count = 0
         self._held_began_as_object = False
 
-    @property
-    def done(self) -> bool:
-        """The ``done: true`` line was seen (or the run ended): nothing after it is read."""
-        return self._state.ended
-
-    def fail(self, error: ProviderError) -> list[Event]:
-        """A fatal error from outside the body (an HTTP status): the turn ends in ``error``."""
-        return self._state.fail(error)
-
     # -- input -------------------------------------------------------------------------------
 
     def feed_bytes(self, data: bytes) -> list[Event]:
         """Take the next bytes of an NDJSON body (any split).
 
-        The complete lines in the middle of a read (after its first line end, up to its last)
-        are read at once when that is exactly the same as reading them one by one
-        (:meth:`_block`); the rest goes through the NDJSON decoder line by line.
+        The lines of a large read are read at once when that is exactly the same as reading
+        them one by one (:meth:`_block`); else, and for a small read, one by one.
         """
         out: list[Event] = []
-        if len(data) < _BLOCK_READ or (first := data.find(b"\n")) == (last := data.rfind(b"\n")):
-            # A small read (a line per read, as Ollama flushes them), or one line end at most:
-            # nothing worth reading at once.
-            for line in self._ndjson.feed(data):
-                self._payload(line, out)
+        frames = self._ndjson.feed(data)
+        large = len(data) >= _BLOCK_READ
+        if large and frames.joined is not None and self._streaming and self._block(frames, out):
             return out
+        lines = frames.payloads
         payload = self._payload
-        ndjson = self._ndjson
-        # The decoder may hold the start of a line: the first line end completes it. After it
-        # the decoder holds nothing, so the lines up to the last line end are whole here.
-        for line in ndjson.feed(data[: first + 1]):
-            payload(line, out)
-        block = data[first + 1 : last + 1]
-        if not self._block(block, out):
-            for line in ndjson.feed(block):
+        if not large or len(lines) < 2:
+            # A small read (a line per read, as Ollama flushes them): nothing worth reading
+            # at once.
+            for line in lines:
                 payload(line, out)
-        for line in ndjson.feed(data[last + 1 :]):  # the start of the next line: only held
-            payload(line, out)
+            return out
+        start = 0
+        while not self._streaming and start < len(lines):
+            # Until a line shows the body is a stream, unreadable lines are held back one by one.
+            payload(lines[start], out)
+            start += 1
+        rest = lines[start:] if start else lines
+        if rest and not self._block(Frames(rest), out):
+            for line in rest:
+                payload(line, out)
         return out
 
     def feed_object(self, chunk: object) -> list[Event]:
@@ -165,10 +152,10 @@ class OllamaMapper:
         try:
             line = msgspec.convert(payload, Line, strict=False)
         except msgspec.ValidationError as error:
-            self._state.unreadable(out, _unknown_shape(str(error), repr(payload)))
+            self._state.unreadable(out, unknown_shape_error(error, repr(payload), self.unit))
             return out
         if not _has_ollama_shape(line):
-            self._state.unreadable(out, _unknown_shape(_NO_FIELDS, repr(payload)))
+            self._state.unreadable(out, unknown_shape_error(_NO_FIELDS, repr(payload), self.unit))
             return out
         self._line(line, out, b"")
         return out
@@ -176,22 +163,21 @@ class OllamaMapper:
     def finish(self, *, failed: bool = False) -> list[Event]:
         """The source ended: flush the decoder, close open calls, decide the finish."""
         out: list[Event] = []
-        for line in self._ndjson.finish():
+        for line in self._ndjson.finish().payloads:
             self._payload(line, out)
-        if not (self._streaming or self._state.ended):
-            if failed or self._object_source or self._held_began_as_object:
-                # A read that failed, or a first line cut short: a stream that dropped.
-                self._release_held(out)
-            else:
-                # Not one line of Ollama's shape: an HTML page, a JSON error body, an empty 200.
-                # Saying "the stream dropped" would invite a retry that fails the same way.
-                ndjson = self._ndjson
-                self._state.not_a_stream(
-                    out,
-                    size=ndjson.bytes_seen,
-                    head=ndjson.first_bytes,
-                    what="an Ollama NDJSON stream",
-                )
+        if not (self._streaming or self._state.ended) and (
+            failed or self._object_source or self._held_began_as_object
+        ):
+            # A read that failed, or a first line cut short: a stream that dropped.
+            self._release_held(out)
+        # Not one line of Ollama's shape: an HTML page, a JSON error body, an empty 200.
+        self._not_a_stream(
+            out,
+            self._ndjson,
+            failed=failed,
+            saw_stream=self._streaming or self._held_began_as_object,
+            what="an Ollama NDJSON stream",
+        )
         self._state.end(out)
         return out
 
@@ -200,32 +186,21 @@ class OllamaMapper:
     def _payload(self, data: bytes | FrameOverflow, out: list[Event]) -> None:
         if self._state.ended:
             return
-        if type(data) is FrameOverflow:
-            self._unreadable(out, overflow_error(data))
-            return
-        assert type(data) is bytes
-        try:
-            line = decode_line(data)
-        except msgspec.ValidationError as error:
-            self._unreadable(out, _unknown_shape(str(error), data))
-            return
-        except msgspec.DecodeError as error:
-            if data.lstrip()[:1] == b"{":
-                self._held_began_as_object = True
-            self._unreadable(
-                out,
-                ProviderError(
-                    message=f"a line that is not JSON: {error}", kind="not_json", raw=cap_text(data)
-                ),
-            )
-            return
-        if not self._plain(line, out):
-            self._decoded(line, out, data)
+        line = self._decoded(decode_line, data, out)
+        if line is not None and not self._plain(line, out):
+            self._read(line, out, data)  # type: ignore[arg-type]
 
-    def _decoded(self, line: Line, out: list[Event], data: bytes) -> None:
+    def _not_json(
+        self, error: msgspec.DecodeError, data: bytes, name: bytes | None, out: list[Event]
+    ) -> None:
+        if data.lstrip()[:1] == b"{":
+            self._held_began_as_object = True  # a first line cut short: a stream that dropped
+        super()._not_json(error, data, name, out)
+
+    def _read(self, line: Line, out: list[Event], data: bytes) -> None:
         """A line decoded from ``data``: checked for Ollama's shape, then read."""
         if not _has_ollama_shape(line):
-            self._unreadable(out, _unknown_shape(_NO_FIELDS, data))
+            self._unreadable(out, unknown_shape_error(_NO_FIELDS, data, self.unit))
             return
         if not self._streaming:
             self._streaming = True
@@ -233,10 +208,10 @@ class OllamaMapper:
         self._line(line, out, data)
 
     def _plain(self, line: Line, out: list[Event]) -> bool:
-        """Read a line that carries only text or thinking, as :meth:`_decoded` would; say so.
+        """Read a line that carries only text or thinking, as :meth:`_read` would; say so.
 
         Most lines of a stream are such: this is their short way. Any other line is left to
-        :meth:`_decoded` (False, nothing read).
+        :meth:`_read` (False, nothing read).
         """
         message = line.message
         if (
@@ -256,19 +231,26 @@ class OllamaMapper:
             out.append(TextDelta(text=message.content))
         return True
 
-    def _block(self, block: bytes, out: list[Event]) -> bool:
-        """Read complete lines (``block`` ends with its last ``\\n``) with one decoder call.
+    def _block(self, block: Frames, out: list[Event]) -> bool:
+        """Read the lines the NDJSON decoder gave (unsplit if it has them so) with one call.
 
         Only once the body is a stream (so that no unreadable line is being held back), never
-        past the end, never for a block that may hold a line over the cap. The lines are
-        wrapped so that each decodes alone (:mod:`.wire`), and each is then read as
-        :meth:`_payload` reads the line the NDJSON decoder gives. A blank line, an unreadable
-        one or one of two values makes the block fail as a whole: False, nothing read, and the
-        caller reads its lines one by one.
+        past the end, never with a line over the cap among them. The lines are wrapped so that
+        each decodes alone (:mod:`.wire`), and each is then read as :meth:`_payload` reads it.
+        An unreadable line or one of two values makes the block fail as a whole: False,
+        nothing read, and the caller reads its lines one by one.
         """
-        if self._state.ended or not self._streaming or len(block) > self._line_cap:
+        if self._state.ended or not self._streaming:
             return False
-        wrapped, count = wrap_lines(block)
+        joined = block.joined
+        if joined is not None:
+            wrapped, count = wrapped_block(joined)
+        else:
+            try:
+                wrapped = wrapped_lines(block.payloads)  # type: ignore[arg-type]
+            except TypeError:
+                return False  # a FrameOverflow among them (not bytes)
+            count = len(block.payloads)
         if self._info_sent:
             # Most blocks: answer text and nothing else, each line a TextDelta of its content.
             try:
@@ -288,15 +270,10 @@ class OllamaMapper:
             return False
         plain = self._plain
         state = self._state
-        raws: list[bytes] | None = None
         for index, (line,) in enumerate(lines):
             if plain(line, out):
                 continue
-            if raws is None:
-                raws = block.split(b"\n")
-            raw = raws[index]
-            # As the NDJSON decoder gives it: without a "\r" before its "\n".
-            self._decoded(line, out, raw[:-1] if raw[-1:] == b"\r" else raw)
+            self._read(line, out, block.payloads[index])  # type: ignore[arg-type]
             if state.ended:
                 break
         return True

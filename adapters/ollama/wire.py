@@ -3,20 +3,21 @@
 Each line is one ``ChatResponse`` (ollama/ollama ``api/types.go``), decoded straight into
 :class:`Line`. A long answer is thousands of lines that each carry a few characters of text
 (``{"model":...,"message":{"role":"assistant","content":"..."},"done":false}``), so the mapper
-reads the complete lines of a read with one ``decode_lines`` call (:func:`wrap_lines`,
+reads the complete lines of a read with one ``decode_lines`` call (:func:`wrapped_lines`,
 :data:`decode_text_lines`, :data:`decode_any_lines`) instead of framing and decoding each
 line on its own, whenever that is exactly the same.
 
 Why it is exactly the same. ``decode_lines`` reads JSON values separated by any whitespace:
 it does not insist on one value per line (``{}{}`` is two values, ``{"a":`` and ``1}`` on two
-lines are one). So the lines are not handed to it as they are: :func:`wrap_lines` writes each
-line in brackets, ``[line]\\n[line]\\n...[line]``, to be decoded as one-element arrays. A raw
-line end cannot be inside a JSON string, and ``]`` then ``[`` (whitespace between) is never
-inside a JSON value, since after a value closes only ``,``, ``]`` or ``}`` may come; so no value
-spans two lines, and each line, having its brackets, gives at least one value. With exactly as
-many values as lines, each line gives exactly one, ``[line]`` whole: a one-element array of the
-object the line decodes to alone. A blank line, a line of two values, a line that is not JSON
-or not of the shape decoded fails or miscounts, and the caller reads the lines one by one.
+lines are one). So the lines are not handed to it as they are: :func:`wrapped_lines` writes each
+line in brackets, ``[line]\\n[line]\\n...[line]``, to be decoded as one-element arrays. The
+lines are the NDJSON decoder's, so none holds a ``\\n``; a raw line end cannot be inside a JSON
+string, and ``]`` then ``[`` (whitespace between) is never inside a JSON value, since after a
+value closes only ``,``, ``]`` or ``}`` may come; so no value spans two lines, and each line,
+having its brackets, gives at least one value. With exactly as many values as lines, each line
+gives exactly one, ``[line]`` whole: a one-element array of the object the line decodes to
+alone. A line of two values, a line that is not JSON or not of the shape decoded fails or
+miscounts, and the caller reads the lines one by one (the decoder leaves blank lines out).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ __all__ = [
     "decode_any_lines",
     "decode_line",
     "decode_text_lines",
-    "wrap_lines",
+    "wrapped_block",
+    "wrapped_lines",
 ]
 
 
@@ -113,16 +115,24 @@ class TextLine(msgspec.Struct, gc=False, kw_only=True):
 
 
 decode_line = msgspec.json.Decoder(Line).decode
-#: Wrapped lines (:func:`wrap_lines`) that are all :class:`TextLine`, one 1-tuple per line.
+#: Wrapped lines (:func:`wrapped_lines`) that are all :class:`TextLine`, one 1-tuple per line.
 decode_text_lines = msgspec.json.Decoder(tuple[TextLine]).decode_lines
 #: Wrapped lines of any shape, one 1-tuple of :class:`Line` per line.
 decode_any_lines = msgspec.json.Decoder(tuple[Line]).decode_lines
 
 
-def wrap_lines(block: bytes) -> tuple[bytes, int]:
-    """``block`` (complete lines, the last ``\\n`` included) as ``[line]\\n...[line]``, and how
-    many lines it holds. One ``replace``: the line ends are found with ``memchr``."""
-    inner = block[:-1].replace(b"\n", b"]\n[")
-    # Every line end but the last became three bytes: two more each.
-    count = (len(inner) - len(block) + 1) // 2 + 1
-    return b"".join((b"[", inner, b"]")), count
+def wrapped_lines(lines: list[bytes]) -> bytes:
+    """``lines`` (each without its line end, none holding one) as ``[line]\\n...[line]``.
+
+    Two C-speed joins. A ``TypeError`` if any item is not bytes-like.
+    """
+    return b"".join((b"[", b"]\n[".join(lines), b"]"))
+
+
+def wrapped_block(joined: bytes) -> tuple[bytes, int]:
+    """Lines joined with ``\\n`` (none after the last) as ``[line]\\n...[line]``, and how many
+    lines there are. One ``replace``: the line ends are found with ``memchr``; a blank line
+    becomes ``[]``, which no line decodes from, so the block fails and is read line by line."""
+    inner = joined.replace(b"\n", b"]\n[")
+    # Every line end became three bytes: two more each.
+    return b"".join((b"[", inner, b"]")), (len(inner) - len(joined)) // 2 + 1

@@ -33,9 +33,10 @@ from ...core.events import (
     Usage,
 )
 from ...core.mapper import MapperSettings, cap_text
-from ...core.stream_state import StreamState
-from ..frame_errors import not_json_error, overflow_error, unknown_shape_error
-from ..sse import FrameOverflow, SSEDecoder, SSEMessage
+from ..frame_errors import unknown_shape_error
+from ..framing import FrameOverflow
+from ..mapper_base import MapperBase
+from ..sse import SSEDecoder
 from .profiles import CHAT_PROFILES, ServerProfile
 
 __all__ = ["OpenAIChatMapper", "finish_reason_from_openai"]
@@ -135,7 +136,7 @@ def _with_forced_tool_hint(event: Event) -> Event:
     return event
 
 
-class OpenAIChatMapper:
+class OpenAIChatMapper(MapperBase):
     """Sans-I/O mapper for one Chat Completions stream (SSE bytes or SDK chunk objects)."""
 
     provider_name = "openai"
@@ -145,25 +146,14 @@ class OpenAIChatMapper:
         settings: MapperSettings = _DEFAULT_SETTINGS,
         profile: ServerProfile = CHAT_PROFILES["openai-chat"],
     ) -> None:
+        super().__init__(settings, hides_length_finish=profile.hides_length_finish)
         self.provider_name = profile.gen_ai_name
         self._sse = SSEDecoder()
-        self._state = StreamState(settings, hides_length_finish=profile.hides_length_finish)
         self._forced_tools_only = profile.streams_tool_calls_only_when_forced
         self._calls = self._state.calls
-        self._facts = self._state.facts
         self._info_sent = False
         self._uses_tool_calls = False
-        self._object_source = False
         self._framed_elsewhere = False
-
-    @property
-    def done(self) -> bool:
-        """``[DONE]`` (or a fatal error) was seen: nothing after it is read."""
-        return self._state.ended
-
-    def fail(self, error: ProviderError) -> list[Event]:
-        """A fatal error from outside the body (an HTTP status): the turn ends in ``error``."""
-        return self._state.fail(error)
 
     # -- input -------------------------------------------------------------------------------
 
@@ -173,7 +163,7 @@ class OpenAIChatMapper:
         decode = _decode_lean_chunk if self._info_sent else _decode_chunk
         handle = self._chunk
         state = self._state
-        for payload in self._sse.feed_data(data):
+        for payload in self._sse.feed(data).payloads:
             if state.ended or type(payload) is not bytes or payload[:1] != b"{":
                 self._payload(payload, out)
                 continue
@@ -198,7 +188,7 @@ class OpenAIChatMapper:
         try:
             decoded = msgspec.convert(payload, _Chunk, strict=False)
         except msgspec.ValidationError as error:
-            self._state.unreadable(out, unknown_shape_error(error, repr(payload)))
+            self._unreadable(out, unknown_shape_error(error, repr(payload)))
             return out
         self._chunk(decoded, out, b"")
         return out
@@ -213,16 +203,11 @@ class OpenAIChatMapper:
     def finish(self, *, failed: bool = False) -> list[Event]:
         """The source ended: flush the decoder, close open calls, decide the finish."""
         out: list[Event] = []
-        for message in self._sse.finish():
-            self._payload(message.data if isinstance(message, SSEMessage) else message, out)
+        for payload in self._sse.finish().payloads:
+            self._payload(payload, out)
         sse = self._sse
-        elsewhere = self._object_source or self._framed_elsewhere
-        if not (elsewhere or self._state.ended or failed or sse.saw_field):
-            # Not one SSE line in the whole body: an HTML error page, a JSON error body, an
-            # empty 200. Saying "the stream dropped" would invite a retry that fails the same way.
-            self._state.not_a_stream(
-                out, size=sse.bytes_seen, head=sse.first_bytes, what="an event stream"
-            )
+        saw_stream = sse.saw_field or self._framed_elsewhere
+        if self._not_a_stream(out, sse, failed=failed, saw_stream=saw_stream):
             if sse.bytes_seen == 0 and self._forced_tools_only:
                 out[:] = [_with_forced_tool_hint(event) for event in out]
         if self._object_source and not failed and self._facts.output_tokens is not None:
@@ -239,25 +224,13 @@ class OpenAIChatMapper:
     def _payload(self, data: bytes | FrameOverflow, out: list[Event]) -> None:
         if self._state.ended:
             return
-        if type(data) is FrameOverflow:
-            self._state.unreadable(out, overflow_error(data))
-            return
-        assert type(data) is bytes
-        if data[:1] != b"{" and data.strip() == _DONE:
+        if type(data) is bytes and data[:1] != b"{" and data.strip() == _DONE:
             self._facts.terminated = True
             self._end(out)
             return
-        try:
-            chunk = _decode_chunk(data)
-        except msgspec.ValidationError as error:
-            self._state.unreadable(out, unknown_shape_error(error, data))
-            return
-        except msgspec.DecodeError as error:
-            if not data.strip():
-                return
-            self._state.unreadable(out, not_json_error(error, data))
-            return
-        self._chunk(chunk, out, data)
+        chunk = self._decoded(_decode_chunk, data, out)
+        if chunk is not None:
+            self._chunk(chunk, out, data)  # type: ignore[arg-type]
 
     def _chunk(self, chunk: _LeanChunk, out: list[Event], data: bytes) -> None:
         choices = chunk.choices
@@ -378,6 +351,3 @@ class OpenAIChatMapper:
                 fatal=True,
             ),
         )
-
-    def _end(self, out: list[Event]) -> None:
-        self._state.end(out)

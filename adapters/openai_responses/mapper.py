@@ -6,8 +6,7 @@ Responses protocol (LM Studio's Open Responses). What each rule handles:
 - framing: SSE with ``event:`` lines, which may come after ``data:`` (Bedrock Mantle); the
   payload's own ``type`` names the event (the ``event:`` name is used only when it has none);
   there is no ``[DONE]`` (one is ignored if a server sends it): the terminator is
-  ``response.completed``, ``response.incomplete`` or ``response.failed``; runs of simple events
-  are split without the SSE decoder's line-by-line reading, with the same result (:mod:`.framing`);
+  ``response.completed``, ``response.incomplete`` or ``response.failed``;
 - ``sequence_number`` may be absent (recordings before ~April 2025) or in any key position; when
   present, a gap or a repeat means an event was lost or replayed, which is an unreadable piece
   (every call open then never runs) and a repeated event is not applied twice;
@@ -41,11 +40,11 @@ from ...core.events import (
     Usage,
 )
 from ...core.mapper import MapperSettings, cap_text
-from ...core.stream_state import StreamState
 from ..frame_errors import overflow_error
-from ..sse import FrameOverflow, SSEMessage
+from ..framing import FrameOverflow, Frames
+from ..mapper_base import MapperBase
+from ..sse import SSEDecoder
 from .calls import FunctionCalls
-from .framing import ResponsesFraming
 from .items import CLIENT_CALL_ITEM
 from .outputs import FinishedItems
 from .sequence import EventNumbers
@@ -68,7 +67,7 @@ _TERMINALS = ("response.completed", "response.incomplete", "response.failed")
 _ARGUMENTS_DELTA = "response.function_call_arguments.delta"
 
 
-def _unreadable(
+def _problem(
     message: str, raw: bytes | str, kind: ProviderErrorKind = "unknown_shape"
 ) -> ProviderError:
     return ProviderError(message=message, kind=kind, raw=cap_text(raw))
@@ -85,35 +84,21 @@ def _sdk_payload(chunk: object) -> object:
         return dump()
 
 
-class OpenAIResponsesMapper:
+class OpenAIResponsesMapper(MapperBase):
     """Sans-I/O mapper for one Responses stream (SSE bytes or ``openai`` SDK event objects)."""
 
     provider_name = "openai"
+    unit = "an event"
 
     def __init__(self, settings: MapperSettings = _DEFAULT_SETTINGS) -> None:
-        self._framing = ResponsesFraming()
-        self._state = StreamState(settings)
+        super().__init__(settings)
+        self._sse = SSEDecoder()
         self._max_argument_chars = settings.max_argument_chars
-        self._facts = self._state.facts
         self._calls = FunctionCalls(self._state)
         self._texts = TextParts(self._state)
         self._items = FinishedItems(self._state, self._calls, self._texts)
         self._info_sent = False
-        self._object_source = False
         self._numbers = EventNumbers()
-
-    @property
-    def done(self) -> bool:
-        """A terminal event (or a fatal error) was seen: nothing after it is read."""
-        return self._state.ended
-
-    def fail(self, error: ProviderError) -> list[Event]:
-        """A fatal error from outside the body (an HTTP status): the turn ends in ``error``."""
-        out: list[Event] = []
-        if not self._state.ended:
-            self._state.fatal(out, error)
-            self._end(out)
-        return out
 
     # -- input -------------------------------------------------------------------------------
 
@@ -122,13 +107,7 @@ class OpenAIResponsesMapper:
         out: list[Event] = []
         if self._state.ended:
             return out  # nothing after the end is read (and the framing is no longer needed)
-        before, names, payloads, after = self._framing.feed(data)
-        for message in before:
-            self._message(message, out)
-        if payloads:
-            self._simple_events(names, payloads, out)
-        for message in after:
-            self._message(message, out)
+        self._frames(self._sse.feed(data), out)
         return out
 
     def feed_object(self, chunk: object) -> list[Event]:
@@ -146,8 +125,8 @@ class OpenAIResponsesMapper:
         try:
             data = msgspec.json.encode(_sdk_payload(chunk))
         except (TypeError, ValueError, msgspec.MsgspecError) as error:
-            self._unreadable_event(
-                out, _unreadable(f"an SDK event that is not JSON data: {error}", repr(chunk))
+            self._unreadable(
+                out, _problem(f"an SDK event that is not JSON data: {error}", repr(chunk))
             )
             return out
         self._payload(data, None, out)
@@ -156,32 +135,26 @@ class OpenAIResponsesMapper:
     def finish(self, *, failed: bool = False) -> list[Event]:
         """The source ended: flush the framing, settle open calls, decide the finish once."""
         out: list[Event] = []
-        sse = self._framing.decoder
-        for message in sse.finish():
-            self._message(message, out)
-        if not (self._object_source or self._state.ended or failed or self._framing.saw_field):
-            # Not one SSE line: an HTML error page, a JSON error body (stream=false?), nothing.
-            self._state.not_a_stream(
-                out, size=sse.bytes_seen, head=sse.first_bytes, what="an event stream"
-            )
+        self._frames(self._sse.finish(), out)
+        # Not one SSE line: an HTML error page, a JSON error body (stream=false?), nothing.
+        self._not_a_stream(out, self._sse, failed=failed, saw_stream=self._sse.saw_field)
         self._end(out)
         return out
 
     # -- framing -----------------------------------------------------------------------------
 
-    def _message(self, message: SSEMessage | FrameOverflow, out: list[Event]) -> None:
+    def _message(self, name: bytes | None, data: bytes | FrameOverflow, out: list[Event]) -> None:
+        """One event the general way (``name``: its ``event:`` name, if any)."""
         if self._state.ended:
             return
-        if type(message) is FrameOverflow:
-            self._unreadable_event(out, overflow_error(message))
+        if type(data) is FrameOverflow:
+            self._unreadable(out, overflow_error(data))
             return
-        assert type(message) is SSEMessage
-        self._payload(message.data, message.event, out)
+        assert type(data) is bytes
+        self._payload(data, name, out)
 
-    def _simple_events(
-        self, names: list[bytes] | None, payloads: list[bytes], out: list[Event]
-    ) -> None:
-        """The events :class:`ResponsesFraming` read (``names``: their ``event:`` lines).
+    def _frames(self, frames: Frames, out: list[Event]) -> None:
+        """The events of a read, each through ``_message``, the commonest inline.
 
         The hot path, most events of a long call: one more argument piece for a call that is
         open, in sequence. It is taken only when the general path would do exactly the same
@@ -196,10 +169,13 @@ class OpenAIResponsesMapper:
         emit = calls.emit_deltas
         max_chars = self._max_argument_chars
         decode = decode_envelope
-        for position, data in enumerate(payloads):
+        for position, data in enumerate(frames.payloads):
             if state.ended:
                 return
             envelope: Envelope | None = None
+            if type(data) is not bytes:
+                self._message(None, data, out)  # an event over the cap
+                continue
             if data[:1] == b"{":
                 try:
                     envelope = decode(data)
@@ -241,7 +217,7 @@ class OpenAIResponsesMapper:
                         else:
                             calls.append_to(out, call, delta)
                     continue
-            name = names[position][7:] if names is not None else None
+            name = frames.name(position)
             if envelope is None:
                 self._payload(data, name, out)
             else:
@@ -254,19 +230,9 @@ class OpenAIResponsesMapper:
         self._numbers.next_event()
         if data[:1] != b"{" and data.strip() == b"[DONE]":
             return  # Chat Completions' marker is not this protocol's terminator (see above)
-        try:
-            envelope = decode_envelope(data)
-        except msgspec.ValidationError as error:
-            self._unreadable_event(out, _unreadable(f"an event of unknown shape: {error}", data))
-            return
-        except msgspec.DecodeError as error:
-            if not data.strip():
-                return
-            self._unreadable_event(
-                out, _unreadable(f"a data line that is not JSON: {error}", data, "not_json")
-            )
-            return
-        self._event(envelope, data, event_name, out)
+        envelope = self._decoded(decode_envelope, data, out)
+        if envelope is not None:
+            self._event(envelope, data, event_name, out)
 
     def _event(
         self, envelope: Envelope, data: bytes, event_name: bytes | None, out: list[Event]
@@ -279,7 +245,7 @@ class OpenAIResponsesMapper:
             # A payload without its ``type``: the ``event:`` line names it.
             kind = envelope.type = event_name.decode("utf-8", "replace")
         if type(kind) is not str or not kind:
-            self._unreadable_event(out, _unreadable("an event with no type", data))
+            self._unreadable(out, _problem("an event with no type", data))
             return
         handler = _HANDLERS.get(kind)
         if handler is not None:
@@ -289,8 +255,9 @@ class OpenAIResponsesMapper:
         # Anything else (content_part.*, *.done of parts already checked, progress events of
         # server-side tools, annotations) carries nothing the turn lacks.
 
-    def _unreadable_event(self, out: list[Event], error: ProviderError) -> None:
-        """An event could not be read: every call open then loses its right to run."""
+    def _unreadable(self, out: list[Event], error: ProviderError) -> None:
+        """An event could not be read: every call open then loses its right to run, and the
+        event numbers allow for it (:mod:`.sequence`)."""
         self._numbers.unreadable()
         self._state.unreadable(out, error)
 
@@ -298,7 +265,7 @@ class OpenAIResponsesMapper:
         """Check ``sequence_number`` (:mod:`.sequence`); False: do not apply the event."""
         apply, problem = self._numbers.check(number)
         if problem is not None:
-            self._state.unreadable(out, _unreadable(problem, data, "protocol"))
+            self._state.unreadable(out, _problem(problem, data, "protocol"))
         return apply
 
     # -- events ------------------------------------------------------------------------------
@@ -323,14 +290,14 @@ class OpenAIResponsesMapper:
     def _arguments_delta(self, envelope: Envelope, data: bytes, out: list[Event]) -> None:
         delta = envelope.delta
         if type(delta) is not str:
-            self._unreadable_event(out, _unreadable("an arguments delta with no text", data))
+            self._unreadable(out, _problem("an arguments delta with no text", data))
             return
         self._calls.delta(out, envelope.item_id, envelope.output_index, delta)
 
     def _arguments_done(self, envelope: Envelope, data: bytes, out: list[Event]) -> None:
         arguments = envelope.arguments
         if type(arguments) is not str:
-            self._unreadable_event(out, _unreadable("an arguments.done with no arguments", data))
+            self._unreadable(out, _problem("an arguments.done with no arguments", data))
             return
         call = self._calls.find(envelope.item_id, envelope.output_index)
         if call is None:
@@ -352,7 +319,7 @@ class OpenAIResponsesMapper:
         kind = _DELTA_KINDS[envelope.type]
         delta = envelope.delta
         if type(delta) is not str:
-            self._unreadable_event(out, _unreadable(f"a {kind} delta with no text", data))
+            self._unreadable(out, _problem(f"a {kind} delta with no text", data))
             return
         self._texts.delta(self._part_key(kind, envelope), delta)
         if delta:
@@ -427,17 +394,17 @@ class OpenAIResponsesMapper:
         try:
             return decode_response(envelope.response)
         except msgspec.MsgspecError as error:
-            self._unreadable_event(out, _unreadable(f"a response of unknown shape: {error}", data))
+            self._unreadable(out, _problem(f"a response of unknown shape: {error}", data))
             return None
 
     def _item(self, envelope: Envelope, data: bytes, out: list[Event]) -> Item | None:
         if not present(envelope.item):
-            self._unreadable_event(out, _unreadable("an output item event with no item", data))
+            self._unreadable(out, _problem("an output item event with no item", data))
             return None
         try:
             return decode_item(envelope.item)
         except msgspec.MsgspecError as error:
-            self._unreadable_event(out, _unreadable(f"an output item: {error}", data))
+            self._unreadable(out, _problem(f"an output item: {error}", data))
             return None
 
     def _info(self, response: Response, out: list[Event]) -> None:

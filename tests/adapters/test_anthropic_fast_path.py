@@ -1,13 +1,11 @@
-"""The Anthropic fast path (bulk framing, inline deltas) gives what the general path gives.
+"""The Anthropic fast path (inline deltas) gives what the general path gives.
 
-The general path is forced by putting the plain :class:`SSEDecoder` back in place of the
-mapper's :class:`EventFramer`: every byte then goes through the decoder line by line and every
-event through ``_message`` / ``_event`` / ``ContentReader``, as before the fast path existed.
-Both mappers read every recording, and variants of it made to leave the fast path (``\\r\\n``
-line ends, comments, nameless and multi-line events, a byte order mark, unreadable payloads,
-deltas out of place), at every split into two reads, at fixed read sizes, and at random splits.
-The framer alone is also checked against the decoder message by message, read by read,
-including events over a small cap.
+The general path is forced by routing every event of a read through ``_message`` / ``_event``
+/ ``ContentReader``, as before the fast path existed. Both mappers read every recording, and
+variants of it made to leave the fast path (``\\r\\n`` line ends, comments, nameless and
+multi-line events, a byte order mark, unreadable payloads, deltas out of place), at every split
+into two reads, at fixed read sizes, and at random splits. (That the SSE decoder's bulk framing
+equals its line-by-line framing is ``test_sse_bulk.py``.)
 """
 
 from __future__ import annotations
@@ -22,8 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolwire.adapters.anthropic import AnthropicMapper
-from toolwire.adapters.anthropic.framing import EventFramer, event_name
-from toolwire.adapters.sse import FrameOverflow, SSEDecoder, SSEMessage
+from toolwire.adapters.framing import Frames
 from toolwire.core.events import Event, encode_event
 
 RECORDINGS = sorted(
@@ -31,25 +28,16 @@ RECORDINGS = sorted(
 )
 
 
-class _DecoderOnly:
-    """The framing before :class:`EventFramer`: every byte through the general decoder."""
+class GeneralPathMapper(AnthropicMapper):
+    """The mapper with its inline deltas off: every event through ``_message``."""
 
-    def __init__(self, max_event_bytes: int | None = None) -> None:
-        self.decoder = SSEDecoder() if max_event_bytes is None else SSEDecoder(max_event_bytes)
-
-    def feed(
-        self, data: bytes
-    ) -> tuple[list[SSEMessage | FrameOverflow], list[bytes], list[bytes]]:
-        return self.decoder.feed(data), [], []
-
-    def finish(self) -> list[SSEMessage | FrameOverflow]:
-        return self.decoder.finish()
+    def _frames(self, frames: Frames, out: list[Event]) -> None:
+        for number, payload in enumerate(frames.payloads):
+            self._message(frames.name(number), payload, out)
 
 
 def general_mapper() -> AnthropicMapper:
-    mapper = AnthropicMapper()
-    mapper._framer = _DecoderOnly()  # type: ignore[assignment]
-    return mapper
+    return GeneralPathMapper()
 
 
 _SYNTHESIZED = re.compile(rb"toolwire-[0-9a-f]{16}-")
@@ -170,114 +158,19 @@ def test_random_splits(case: tuple[str, str], cuts: list[int]) -> None:
     same_events(body, reads)
 
 
-def test_a_long_event_is_held_by_the_decoder() -> None:
-    """The framer keeps at most the end of one read: a long event goes to the decoder, which
-    holds it in linear time, instead of being joined again on every read."""
-    body = b"event: a\ndata: 1\n\nevent: b\ndata: " + b"x" * 100_000 + b"\n\n"
-    framer = EventFramer()
-    for start in range(0, len(body), 1000):
-        framer.feed(body[start : start + 1000])
-        assert len(framer._pending) <= 1000
-    assert framer.decoder.buffered_bytes == 0
-
-
 def test_the_fast_path_is_taken() -> None:
-    """Guard the guard: a whole recording in one read is framed by EventFramer, past its first
-    event (else these tests would compare the general path with itself)."""
-    framer = EventFramer()
-    messages, lines, payloads = framer.feed(load_stream("anthropic/text_then_tool_use.sse"))
-    assert len(messages) == 1
-    assert len(payloads) > 10
-    assert [event_name(line) for line in lines][:1] == [b"content_block_start"]
+    """Guard the guard: the deltas of a recording read in one go never reach ``_event``
+    (else these tests would compare the general path with itself)."""
+    mapper = AnthropicMapper()
+    kinds: list[str | None] = []
+    event = mapper._event
 
+    def spy(decoded: Any, out: list[Event], raw: object) -> None:
+        kinds.append(decoded.type)
+        event(decoded, out, raw)
 
-# -- the framer alone, message by message --------------------------------------------------------
-
-
-def _framed(framer: EventFramer, read: bytes) -> list[tuple[bytes | None, bytes] | FrameOverflow]:
-    messages, lines, payloads = framer.feed(read)
-    return [
-        *map(_item, messages),
-        *((event_name(n), p) for n, p in zip(lines, payloads, strict=True)),
-    ]
-
-
-def _item(message: SSEMessage | FrameOverflow) -> tuple[bytes | None, bytes] | FrameOverflow:
-    return message if isinstance(message, FrameOverflow) else (message.event, message.data)
-
-
-def same_messages(body: bytes, reads: list[bytes], cap: int) -> None:
-    framer, decoder = EventFramer(cap), SSEDecoder(cap)
-    for read in reads:
-        assert _framed(framer, read) == list(map(_item, decoder.feed(read)))
-        assert framer.decoder.saw_field == decoder.saw_field
-        if not decoder.saw_field:
-            assert framer.decoder.bytes_seen == decoder.bytes_seen
-            assert framer.decoder.first_bytes == decoder.first_bytes
-    assert list(map(_item, framer.finish())) == list(map(_item, decoder.finish()))
-    assert framer.decoder.saw_field == decoder.saw_field
-    assert framer.decoder.buffered_bytes == decoder.buffered_bytes == 0
-
-
-_A, _C = b"event: a\ndata: 1\n\n", b"event: c\ndata: 3\n\n"
-FRAMER_BODIES = {
-    "events": _A + b"event: b\ndata: 2\n\n" + _C,
-    "long event": _A + b"event: b\ndata: " + b"x" * 90 + b"\n\n" + _C,
-    "long name": _A + b"event: " + b"n" * 90 + b"\ndata: 2\n\n" + _C,
-    "long comment": _A + b":" + b"c" * 90 + b"\n\n" + _C,
-    "no data": _A + b"event: b\n\n" + _C,
-    "empty name": _A + b"event: \ndata: 2\n\n",
-    "id in place of the name": _A + b"id: 7\ndata: 2\n\n" + _C,
-    "comment in place of the name": _A + b": hi\ndata: 2\n\n" + _C,
-    "data in place of the name": _A + b"data: 1\ndata: 2\n\n" + _C,
-    "cr lf": b"event: a\r\ndata: 1\r\n\r\nevent: b\ndata: 2\n\nevent: c\ndata: 3\r\r",
-    "lone cr": b"event: a\ndata: 1\n\nevent: b\rdata: 2\r\revent: c\ndata: 3\n\n",
-    "cr ending a read": b"event: a\ndata: 1\n\nevent: b\ndata: 2\r\n\nevent: c\ndata: 3\n\n",
-    "newlines": b"\n\n\nevent: a\ndata: 1\n\n\n\nevent: b\ndata: 2\n\n\n",
-    "not a stream": b"<html>\n\n<body>oops</body>\n\n</html>\n",
-    "bom": b"\xef\xbb\xbfevent: a\ndata: 1\n\nevent: b\ndata: 2\n\n",
-    "id and retry": b"event: a\ndata: 1\n\nid: 7\nevent: b\ndata: 2\n\nretry: 5\n\n",
-    "unterminated": b"event: a\ndata: 1\n\nevent: b\ndata: 2",
-}
-
-
-@pytest.mark.parametrize("kind", FRAMER_BODIES)
-@pytest.mark.parametrize("cap", [40, 16 * 1024 * 1024])
-def test_framer_gives_the_decoders_messages_at_every_split(kind: str, cap: int) -> None:
-    body = FRAMER_BODIES[kind]
-    for first in range(len(body) + 1):
-        for second in range(first, len(body) + 1, 3):
-            same_messages(body, [body[:first], body[first:second], body[second:]], cap)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    lines=st.lists(
-        st.sampled_from(
-            [
-                b"event: a",
-                b"event: b",
-                b"data: 1",
-                b"data: {}",
-                b"",
-                b"",
-                b":c",
-                b"data:2",
-                b"event:x",
-                b"id: 1",
-                b"data: " + b"y" * 30,
-            ]
-        ),
-        max_size=30,
-    ),
-    ends=st.lists(st.sampled_from([b"\n", b"\n", b"\n", b"\r\n", b"\r"]), min_size=1),
-    cuts=st.lists(st.integers(0, 1000), max_size=6),
-    cap=st.sampled_from([20, 50, 1 << 20]),
-)
-def test_framer_on_any_lines(
-    lines: list[bytes], ends: list[bytes], cuts: list[int], cap: int
-) -> None:
-    body = b"".join(line + ends[i % len(ends)] for i, line in enumerate(lines))
-    points = sorted({cut % (len(body) + 1) for cut in cuts})
-    reads = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
-    same_messages(body, reads, cap)
+    mapper._event = spy  # type: ignore[method-assign,assignment]
+    events = mapper.feed_bytes(load_stream("anthropic/text_then_tool_use.sse"))
+    assert "content_block_start" in kinds
+    assert "content_block_delta" not in kinds
+    assert sum(type(e).__name__ == "ToolCallArgumentsDelta" for e in events) > 3

@@ -23,8 +23,8 @@ def decode(*reads: bytes, cap: int = DEFAULT_MAX_LINE_BYTES) -> list[Item]:
     decoder = NDJSONDecoder(max_line_bytes=cap)
     items: list[Item] = []
     for read in reads:
-        items.extend(decoder.feed(read))
-    items.extend(decoder.finish())
+        items.extend(decoder.feed(read).payloads)
+    items.extend(decoder.finish().payloads)
     return items
 
 
@@ -77,18 +77,18 @@ def test_a_value_with_surrounding_spaces_is_kept_as_sent() -> None:
 
 def test_a_last_line_without_newline_is_flushed_by_finish() -> None:
     decoder = NDJSONDecoder()
-    assert decoder.feed(b'{"a":1}\n{"done":true}') == [b'{"a":1}']
-    assert decoder.finish() == [b'{"done":true}']
+    assert decoder.feed(b'{"a":1}\n{"done":true}').payloads == [b'{"a":1}']
+    assert decoder.finish().payloads == [b'{"done":true}']
     assert decode(b'{"done":true}\r') == [b'{"done":true}']
 
 
 def test_lines_come_out_as_soon_as_complete() -> None:
     decoder = NDJSONDecoder()
-    assert decoder.feed(b'{"a"') == []
-    assert decoder.feed(b":1}") == []
-    assert decoder.feed(b'\n{"b"') == [b'{"a":1}']
-    assert decoder.feed(b"") == []
-    assert decoder.finish() == [b'{"b"']
+    assert decoder.feed(b'{"a"').payloads == []
+    assert decoder.feed(b":1}").payloads == []
+    assert decoder.feed(b'\n{"b"').payloads == [b'{"a":1}']
+    assert decoder.feed(b"").payloads == []
+    assert decoder.finish().payloads == [b'{"b"']
 
 
 def ndjson_recordings() -> list[Path]:
@@ -130,10 +130,10 @@ def test_any_body_any_split_matches_the_reference(
         items: list[Item] = []
         last = b""  # the last read that was not empty: its unfinished end is kept as it is
         for read in reads:
-            items.extend(decoder.feed(read))
+            items.extend(decoder.feed(read).payloads)
             last = read or last
             assert decoder.buffered_bytes <= cap + 1 + len(last)  # over the cap: not kept
-        items.extend(decoder.finish())
+        items.extend(decoder.finish().payloads)
         assert items == expected
         assert decoder.bytes_seen == len(body)
         assert decoder.first_bytes == body[:QUOTE_BYTES]
@@ -149,17 +149,17 @@ def test_a_50_mb_line_keeps_memory_bounded_and_is_reported_once() -> None:
     cap = DEFAULT_MAX_LINE_BYTES
     decoder = NDJSONDecoder()
     reads = 50 * 1024 * 1024 // READ
-    got = decoder.feed(b'{"first":1}\n{"big":"')
+    got = decoder.feed(b'{"first":1}\n{"big":"').payloads
     tracemalloc.start()
     try:
         for number in range(reads):
             # A new object per read, as from a socket: what the decoder keeps is really kept.
-            got += decoder.feed(bytes([97 + number % 26]) * READ)
+            got += decoder.feed(bytes([97 + number % 26]) * READ).payloads
             assert decoder.buffered_bytes <= cap + 1
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    got += decoder.feed(b'"}\r\n{"next":2}\n') + decoder.finish()
+    got += decoder.feed(b'"}\r\n{"next":2}\n').payloads + decoder.finish().payloads
     assert peak < cap + 4 * READ
     assert got == [
         b'{"first":1}',
@@ -193,8 +193,8 @@ def test_the_line_end_is_not_counted_against_the_cap() -> None:
 
 def test_an_oversized_last_line_is_reported_by_finish() -> None:
     decoder = NDJSONDecoder(max_line_bytes=4)
-    assert decoder.feed(b"01234") + decoder.feed(b"56789") == []
-    assert decoder.finish() == [FrameOverflow(size=10, limit=4, head=b"0123456789")]
+    assert decoder.feed(b"01234").payloads + decoder.feed(b"56789").payloads == []
+    assert decoder.finish().payloads == [FrameOverflow(size=10, limit=4, head=b"0123456789")]
 
 
 def test_the_cap_must_be_a_positive_int() -> None:
@@ -217,7 +217,7 @@ def seconds_to_decode_one_line(kilobytes: int) -> float:
         decoder = NDJSONDecoder()
         start = time.process_time()
         for read in reads:
-            got = decoder.feed(read)
+            got = decoder.feed(read).payloads
         best = min(best, time.process_time() - start)
         assert len(got) == 1
         assert len(got[0]) == kilobytes * 1024 + 8  # type: ignore[arg-type]
@@ -267,6 +267,6 @@ def test_a_body_that_is_no_ndjson_is_told_apart(body: bytes) -> None:
 def test_a_json_error_body_is_a_line_like_any_other() -> None:
     # Ollama sends its errors in-band as one object: framing hands it on; the mapper reads it.
     decoder = NDJSONDecoder()
-    assert decoder.feed(b'{"error": {"message": "bad"}}') == []
-    assert decoder.finish() == [b'{"error": {"message": "bad"}}']
+    assert decoder.feed(b'{"error": {"message": "bad"}}').payloads == []
+    assert decoder.finish().payloads == [b'{"error": {"message": "bad"}}']
     assert decoder.saw_object is True

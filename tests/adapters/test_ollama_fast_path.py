@@ -1,8 +1,8 @@
 """The Ollama fast paths (whole blocks of lines at once, plain lines in a few steps) change nothing.
 
 The general path is forced by switching both off on a mapper: ``_block`` always declines (every
-line goes through the NDJSON decoder and ``_payload``) and ``_plain`` always declines (every line
-through ``_decoded`` / ``_line``), as before the fast paths existed. Both mappers read every
+line the NDJSON decoder gives goes through ``_payload``) and ``_plain`` always declines (every
+line through ``_read`` / ``_line``), as before the fast paths existed. Both mappers read every
 body of ``test_ollama_fixtures``, and variants made to leave the fast paths (``\\r\\n`` line
 ends, blank and keep-alive lines, unreadable lines, a line of two values, lines that only make
 a value together, lines of other shapes, lines after the end, a first line that is no Ollama
@@ -24,7 +24,7 @@ from test_ollama_fixtures import BODIES, done, line, ndjson, tool_call
 
 from toolwire.adapters.ndjson import NDJSONDecoder
 from toolwire.adapters.ollama import OllamaMapper
-from toolwire.adapters.ollama.wire import decode_any_lines, decode_line, wrap_lines
+from toolwire.adapters.ollama.wire import decode_any_lines, decode_line, wrapped_lines
 from toolwire.core.events import Event, encode_event
 
 _SYNTHESIZED = re.compile(rb"toolwire-[0-9a-f]{16}-")
@@ -38,7 +38,6 @@ def fast_mapper(cap: int | None = None) -> OllamaMapper:
     mapper = OllamaMapper()
     if cap is not None:
         mapper._ndjson = NDJSONDecoder(cap)
-        mapper._line_cap = cap
     return mapper
 
 
@@ -215,9 +214,11 @@ def test_any_lines(pieces: list[bytes], cuts: list[int]) -> None:
     same_events(body, reads)
 
 
-def test_wrap_lines() -> None:
-    assert wrap_lines(b"{}\n") == (b"[{}]", 1)
-    assert wrap_lines(b'{"a":1}\n\n{}\n') == (b'[{"a":1}]\n[]\n[{}]', 3)
+def test_wrapped_lines() -> None:
+    assert wrapped_lines([b"{}"]) == b"[{}]"
+    assert wrapped_lines([b'{"a":1}', b"", b"{}"]) == b'[{"a":1}]\n[]\n[{}]'
+    with pytest.raises(TypeError):
+        wrapped_lines([b"{}", object()])  # type: ignore[list-item]
 
 
 def test_what_the_wrapping_relies_on() -> None:
@@ -238,7 +239,7 @@ def test_the_fast_paths_are_taken() -> None:
     seen: list[bool] = []
     block = mapper._block
 
-    def spy(data: bytes, out: list[Event]) -> bool:
+    def spy(data: list[Any], out: list[Event]) -> bool:
         seen.append(block(data, out))
         return seen[-1]
 

@@ -1,13 +1,12 @@
-"""The Responses mapper's fast paths change nothing: the same events as the general path, always.
+"""The Responses mapper's fast path changes nothing: the same events as the general path, always.
 
-The mapper has two fast paths (``adapters/openai_responses/framing.py`` and
-``OpenAIResponsesMapper._simple_events``): runs of simple SSE events are split without the
-SSE decoder's line-by-line reading, and an argument delta for an open call in sequence skips the
-handler chain. :class:`GeneralPathMapper` turns both off (every byte through the SSE decoder,
-every event through the general path, as the mapper read before it had fast paths), and every
+An argument delta for an open call in sequence skips the handler chain
+(``OpenAIResponsesMapper._frames``). :class:`GeneralPathMapper` turns it off (every event
+through the general path, as the mapper read before it had a fast path), and every
 body here (each recording, hand-built bodies with each framing variant, and every event of every
 recording damaged, dropped or replayed) must give byte-identical events both ways, split at
-every byte and however hypothesis splits it.
+every byte and however hypothesis splits it. (That the SSE decoder's bulk framing equals its
+line-by-line framing is ``test_sse_bulk.py``.)
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from _toolwire_testdata import STREAMS, load_stream
 from hypothesis import given
 from hypothesis import strategies as st
 
+from toolwire.adapters.framing import Frames
 from toolwire.adapters.openai_responses import OpenAIResponsesMapper
 from toolwire.adapters.openai_responses.calls import FunctionCalls
 from toolwire.adapters.sse import DEFAULT_MAX_EVENT_BYTES
@@ -42,13 +42,11 @@ _EVENT_END = re.compile(rb"\n\n")
 
 
 class GeneralPathMapper(OpenAIResponsesMapper):
-    """The mapper with its fast paths off: the SSE decoder frames, the general path maps."""
+    """The mapper with its fast path off: every event through the general path."""
 
-    def feed_bytes(self, data: bytes) -> list[Event]:
-        out: list[Event] = []
-        for message in self._framing.decoder.feed(data):
-            self._message(message, out)
-        return out
+    def _frames(self, frames: Frames, out: list[Event]) -> None:
+        for number, payload in enumerate(frames.payloads):
+            self._message(frames.name(number), payload, out)
 
 
 def run(mapper: OpenAIResponsesMapper, reads: list[bytes]) -> list[Event]:
@@ -208,16 +206,6 @@ def test_the_fast_paths_are_taken() -> None:
     finally:
         FunctionCalls.delta = delta  # type: ignore[method-assign]
     assert calls_to_general == 0
-    # The decoder read the first event only.
-    first_event = body.index(b"\n\n") + 2
-    assert mapper._framing.decoder.bytes_seen == first_event
-    # Reads that end on event boundaries: the same.
-    events = split_after(body, _EVENT_END)
-    for size in (1, 5):
-        mapper = OpenAIResponsesMapper()
-        for start in range(0, len(events), size):
-            mapper.feed_bytes(b"".join(events[start : start + size]))
-        assert mapper._framing.decoder.bytes_seen == first_event
 
 
 @pytest.mark.parametrize("name", RECORDINGS)

@@ -16,22 +16,31 @@ from toolwire.adapters.sse import (
     DEFAULT_MAX_EVENT_BYTES,
     QUOTE_BYTES,
     FrameOverflow,
+    Frames,
     SSEDecoder,
-    SSEMessage,
 )
 from toolwire.core.errors import ConfigurationError
 
 Pair = tuple[bytes | None, bytes]
+Message = Pair | FrameOverflow
+
+
+def messages(frames: Frames) -> list[Message]:
+    """The columns of one feed as rows: ``(name, data)``, or the overflow in its place."""
+    return [
+        payload if type(payload) is FrameOverflow else (name, payload)  # type: ignore[misc]
+        for name, payload in zip(frames.names, frames.payloads, strict=True)
+    ]
 
 
 def decode(*reads: bytes) -> list[Pair]:
     decoder = SSEDecoder()
-    messages: list[SSEMessage | FrameOverflow] = []
+    got: list[Message] = []
     for read in reads:
-        messages.extend(decoder.feed(read))
-    messages.extend(decoder.finish())
-    assert not any(isinstance(m, FrameOverflow) for m in messages)  # far under the default cap
-    return [(m.event, m.data) for m in messages if isinstance(m, SSEMessage)]
+        got.extend(messages(decoder.feed(read)))
+    got.extend(messages(decoder.finish()))
+    assert not any(isinstance(m, FrameOverflow) for m in got)  # far under the default cap
+    return got  # type: ignore[return-value]
 
 
 def split_at(body: bytes, cuts: list[int]) -> list[bytes]:
@@ -137,9 +146,8 @@ def test_empty_data_line_dispatches_empty_data() -> None:
 
 def test_no_trailing_newline_is_flushed_by_finish() -> None:
     decoder = SSEDecoder()
-    assert decoder.feed(b"data: [DONE]") == []
-    messages = decoder.finish()
-    assert [(m.event, m.data) for m in messages] == [(None, b"[DONE]")]
+    assert decoder.feed(b"data: [DONE]").payloads == []
+    assert messages(decoder.finish()) == [(None, b"[DONE]")]
 
 
 def test_last_event_without_blank_line_is_flushed() -> None:
@@ -152,11 +160,10 @@ def test_done_is_just_data_for_the_decoder() -> None:
 
 def test_feed_returns_messages_as_soon_as_complete() -> None:
     decoder = SSEDecoder()
-    assert decoder.feed(b"data: a\n") == []
-    first = decoder.feed(b"\ndata: b")
-    assert [(m.event, m.data) for m in first] == [(None, b"a")]
-    assert decoder.feed(b"") == []
-    assert [(m.event, m.data) for m in decoder.finish()] == [(None, b"b")]
+    assert decoder.feed(b"data: a\n").payloads == []
+    assert messages(decoder.feed(b"\ndata: b")) == [(None, b"a")]
+    assert decoder.feed(b"").payloads == []
+    assert messages(decoder.finish()) == [(None, b"b")]
 
 
 def test_unknown_fields_are_ignored() -> None:
@@ -170,22 +177,23 @@ def test_gemini_style_crlf_recording() -> None:
         assert decode(body[:cut], body[cut:]) == expected, cut
 
 
-def test_message_repr_names_fields() -> None:
-    assert repr(SSEMessage(b"e", b"d")) == "SSEMessage(event=b'e', data=b'd')"
+def test_frames_repr_names_columns() -> None:
+    frames = SSEDecoder().feed(b"event: e\ndata: d\n\n")
+    assert repr(frames) == "Frames(payloads=[b'd'], names=[b'e'])"
 
 
 def test_a_leading_byte_order_mark_is_not_part_of_the_first_line() -> None:
     body = b"\xef\xbb\xbfdata: a\n\n"
     for cut in range(len(body) + 1):
         decoder = SSEDecoder()
-        got = decoder.feed(body[:cut]) + decoder.feed(body[cut:]) + decoder.finish()
-        assert [m.data for m in got] == [b"a"], cut
+        got = decoder.feed(body[:cut]).payloads + decoder.feed(body[cut:]).payloads
+        assert got + decoder.finish().payloads == [b"a"], cut
 
 
 def test_a_data_field_without_a_colon_is_an_empty_data_line() -> None:
     decoder = SSEDecoder()
-    got = decoder.feed(b"data\ndata: x\n\n") + decoder.finish()
-    assert [m.data for m in got] == [b"\nx"]
+    got = decoder.feed(b"data\ndata: x\n\n").payloads + decoder.finish().payloads
+    assert got == [b"\nx"]
 
 
 # -- the recordings: any split gives the same messages -------------------------------------------
@@ -245,12 +253,10 @@ def reference(body: bytes, cap: int) -> list[Item]:
     return out
 
 
-def items_of(messages: list[SSEMessage | FrameOverflow]) -> list[Item]:
+def items_of(got: list[Message]) -> list[Item]:
     return [
-        ("overflow", m.event, m.size, m.head, m.limit)
-        if isinstance(m, FrameOverflow)
-        else (m.event, m.data)
-        for m in messages
+        ("overflow", m.event, m.size, m.head, m.limit) if isinstance(m, FrameOverflow) else m
+        for m in got
     ]
 
 
@@ -301,34 +307,36 @@ def test_any_body_any_split_matches_the_reference(
         [body[i : i + 1] for i in range(len(body))],
     ):
         decoder = SSEDecoder(max_event_bytes=cap)
-        messages: list[SSEMessage | FrameOverflow] = []
+        got: list[Message] = []
         last = b""  # the last read that was not empty: its unfinished end is kept as it is
         for read in reads:
-            messages.extend(decoder.feed(read))
+            got.extend(messages(decoder.feed(read)))
             last = read or last
             assert decoder.buffered_bytes <= cap + len(last)  # over the cap: counted, not kept
-        messages.extend(decoder.finish())
-        assert items_of(messages) == expected
+        got.extend(messages(decoder.finish()))
+        assert items_of(got) == expected
 
 
 @settings(max_examples=300, deadline=None)
 @given(body=sse_bodies(), cap=st.integers(min_value=1, max_value=40))
-def test_feed_data_is_feed_without_names(body: bytes, cap: int) -> None:
-    whole, data_only = SSEDecoder(max_event_bytes=cap), SSEDecoder(max_event_bytes=cap)
-    reads = split_at(body, line_ends(body))
-    messages = [m for read in reads for m in whole.feed(read)] + whole.finish()
-    payloads = [p for read in reads for p in data_only.feed_data(read)]
-    payloads += [m if isinstance(m, FrameOverflow) else m.data for m in data_only.finish()]
-    assert payloads == [m if isinstance(m, FrameOverflow) else m.data for m in messages]
-    assert all(type(p) is bytes or type(p) is FrameOverflow for p in payloads)
+def test_the_columns_agree(body: bytes, cap: int) -> None:
+    """A payload is bytes or an overflow, and the names column is as long as the payloads."""
+    decoder = SSEDecoder(max_event_bytes=cap)
+    frames = [decoder.feed(read) for read in split_at(body, line_ends(body))]
+    for each in [*frames, decoder.finish()]:
+        assert all(type(p) is bytes or type(p) is FrameOverflow for p in each.payloads)
+        assert len(each.names) == len(each.payloads)
+        if each._event_lines is not None:
+            assert len(each._event_lines) == len(each.payloads)
 
 
 @settings(max_examples=300, deadline=None)
 @given(body=sse_bodies(), cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6))
 def test_no_field_seen_means_no_message(body: bytes, cuts: list[int]) -> None:
     decoder = SSEDecoder()
-    messages = [m for read in split_at(body, cuts) for m in decoder.feed(read)] + decoder.finish()
-    assert decoder.saw_field or not messages
+    got = [p for read in split_at(body, cuts) for p in decoder.feed(read).payloads]
+    got += decoder.finish().payloads
+    assert decoder.saw_field or not got
     assert decoder.bytes_seen == len(body)
     assert decoder.first_bytes == body[:QUOTE_BYTES]
 
@@ -342,17 +350,17 @@ def test_a_50_mb_line_keeps_memory_bounded_and_is_reported_once() -> None:
     cap = DEFAULT_MAX_EVENT_BYTES
     decoder = SSEDecoder()
     reads = 50 * 1024 * 1024 // READ
-    got = decoder.feed(b": opening comment\n\nevent: big\ndata: ")
+    got = messages(decoder.feed(b": opening comment\n\nevent: big\ndata: "))
     tracemalloc.start()
     try:
         for number in range(reads):
             # A new object per read, as from a socket: what the decoder keeps is really kept.
-            got += decoder.feed(bytes([97 + number % 26]) * READ)
+            got += messages(decoder.feed(bytes([97 + number % 26]) * READ))
             assert decoder.buffered_bytes <= cap
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    got += decoder.feed(b"\n\ndata: next\n\n") + decoder.finish()
+    got += messages(decoder.feed(b"\n\ndata: next\n\n")) + messages(decoder.finish())
     assert peak < cap + 4 * READ  # the old decoder held (and re-copied) all 50 MB
     (overflow, following) = got
     assert isinstance(overflow, FrameOverflow)
@@ -362,14 +370,13 @@ def test_a_50_mb_line_keeps_memory_bounded_and_is_reported_once() -> None:
         limit=cap,
         head=b"a" * QUOTE_BYTES,
     )
-    assert isinstance(following, SSEMessage)
-    assert (following.event, following.data) == (None, b"next")
+    assert following == (None, b"next")
     assert decoder.buffered_bytes == 0
 
 
-def test_an_oversized_event_comes_out_of_feed_data_in_place_of_its_payload() -> None:
+def test_an_oversized_event_comes_out_in_place_of_its_payload() -> None:
     decoder = SSEDecoder(max_event_bytes=10)
-    got = decoder.feed_data(b"data: 1\n\ndata: 0123456789\n\ndata: 2\n\n")
+    got = decoder.feed(b"data: 1\n\ndata: 0123456789\n\ndata: 2\n\n").payloads
     assert got == [b"1", FrameOverflow(size=16, limit=10, head=b"0123456789"), b"2"]
     assert [type(item) is bytes for item in got] == [True, False, True]
 
@@ -377,7 +384,7 @@ def test_an_oversized_event_comes_out_of_feed_data_in_place_of_its_payload() -> 
 def test_data_lines_each_under_the_cap_overflow_together() -> None:
     decoder = SSEDecoder(max_event_bytes=100)
     line = b"data: " + b"z" * 40 + b"\n"  # 46 bytes a line: the third goes over 100
-    got = decoder.feed(line * 5 + b"\ndata: after\n\n") + decoder.finish()
+    got = messages(decoder.feed(line * 5 + b"\ndata: after\n\n")) + messages(decoder.finish())
     assert items_of(got) == [
         ("overflow", None, 5 * 46, b"\n".join([b"z" * 40] * 5), 100),
         (None, b"after"),
@@ -388,20 +395,21 @@ def test_the_quote_is_the_first_bytes_of_the_data() -> None:
     decoder = SSEDecoder(max_event_bytes=1000)
     value = bytes(range(48, 58)) * 200  # 2000 bytes, in 7-byte reads
     body = b"event: e\ndata:" + value + b"\n\n"
-    got = [m for i in range(0, len(body), 7) for m in decoder.feed(body[i : i + 7])]
+    got = [m for i in range(0, len(body), 7) for m in decoder.feed(body[i : i + 7]).payloads]
     assert got == [FrameOverflow(event=b"e", size=8 + 5 + 2000, limit=1000, head=value[:500])]
 
 
 def test_an_oversized_event_without_a_blank_line_is_reported_by_finish() -> None:
     decoder = SSEDecoder(max_event_bytes=8)
-    assert decoder.feed(b"data: 0123456789") == []
-    assert decoder.finish() == [FrameOverflow(size=16, limit=8, head=b"0123456789")]
+    assert decoder.feed(b"data: 0123456789").payloads == []
+    assert decoder.finish().payloads == [FrameOverflow(size=16, limit=8, head=b"0123456789")]
 
 
 def test_an_oversized_comment_is_dropped_silently() -> None:
     decoder = SSEDecoder(max_event_bytes=64)
     comment = b":" + b"p" * 10_000 + b"\n"
-    got = decoder.feed(b"data: a\n" + comment[:5000]) + decoder.feed(comment[5000:] + b"\n")
+    got = messages(decoder.feed(b"data: a\n" + comment[:5000]))
+    got += messages(decoder.feed(comment[5000:] + b"\n"))
     assert items_of(got) == [(None, b"a")]
     assert decoder.buffered_bytes == 0
 
@@ -426,10 +434,10 @@ def seconds_to_decode_one_line(kilobytes: int) -> float:
         decoder = SSEDecoder()
         start = time.process_time()
         for read in reads:
-            got = decoder.feed(read)
+            got = decoder.feed(read).payloads
         best = min(best, time.process_time() - start)
         assert len(got) == 1
-        assert len(got[0].data) == kilobytes * 1024  # type: ignore[union-attr]
+        assert len(got[0]) == kilobytes * 1024  # type: ignore[arg-type]
     return best
 
 
@@ -470,9 +478,8 @@ def test_a_body_that_is_no_event_stream_is_told_apart(body: bytes) -> None:
     assert not body.startswith((b"data", b":"))
     for cuts in ([], [1, 2, 3], list(range(0, len(body), 97))):
         decoder = SSEDecoder()
-        messages = [m for read in split_at(body, cuts) for m in decoder.feed(read)]
-        messages += decoder.finish()
-        assert messages == []
+        got = [m for read in split_at(body, cuts) for m in decoder.feed(read).payloads]
+        assert got + decoder.finish().payloads == []
         assert decoder.saw_field is False
         assert decoder.bytes_seen == len(body)
         assert decoder.first_bytes == body[:QUOTE_BYTES]
