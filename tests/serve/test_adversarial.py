@@ -224,8 +224,16 @@ def test_an_anthropic_tool_schema_is_checked_too(upstream: HealUpstream, proxy: 
         b'{"model": "m", "messages": [], "tools": {"type": "function"}}',
         # Python's reader raised RecursionError: a plain-text 500 and a traceback.
         b'{"model": "m", "messages": [], "tools": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}",
+        # Read in a worker thread: half a second of parsing must not stall other clients.
+        b'{"model": "m", "messages": [' + b'{"a": 1},' * 300_000 + b'{"b": 1, "b": 2}]}',
     ],
-    ids=["duplicate keys", "stream as a string", "tools as an object", "nested 100k levels"],
+    ids=[
+        "duplicate keys",
+        "stream as a string",
+        "tools as an object",
+        "nested 100k levels",
+        "duplicate keys after 300,000 objects",
+    ],
 )
 def test_a_body_a_lax_upstream_would_read_differently_is_a_400(
     upstream: HealUpstream, proxy: Proxy, body: bytes
