@@ -104,7 +104,7 @@ def run_serve(args: argparse.Namespace) -> int:
     host, port = listening.getsockname()[:2]
     mode = "healing" if settings.heal else "passing through (no healing)"
     sys.stderr.write(
-        f"toolwire serve: {mode} {settings.upstream} at http://{host}:{port}/v1"
+        f"toolwire serve: {mode} {_without_password(settings.upstream)} at http://{host}:{port}/v1"
         + (f"; telemetry to {endpoint}" if endpoint else "")
         + "\n"
     )
@@ -122,3 +122,13 @@ def run_serve(args: argparse.Namespace) -> int:
     finally:
         listening.close()
     return 0
+
+
+def _without_password(url: str) -> str:
+    """``url`` with the password of its user information masked (it goes to a log)."""
+    scheme, _, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    user, at, host = authority.rpartition("@")
+    if not at or ":" not in user:
+        return url
+    return f"{scheme}://{user.split(':', 1)[0]}:***@{host}{slash}{path}"

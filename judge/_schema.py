@@ -1,14 +1,23 @@
 """Validating parsed arguments against a tool's parameters (JSON Schema or a pydantic model).
 
 Validators are compiled once per schema object and cached (by identity, bounded), because
-building a ``jsonschema`` validator costs far more than validating one small object: the hot
-path must not rebuild them. Schemas are treated as immutable once used. Every error becomes one
-line ``<json path>: <what is wrong>``, sorted, so that messages are deterministic.
+building a validator costs far more than validating one small object: the hot path must not
+rebuild them. Schemas are treated as immutable once used. Every error becomes one line
+``<json path>: <what is wrong>``, sorted, so that messages are deterministic.
 
-A schema that cannot be used (not a JSON Schema, a dialect jsonschema does not know, a ``$ref``
-that points nowhere or to another document) is a ``ConfigurationError`` naming the tool, raised
-when the schema is compiled; no ``jsonschema`` or ``referencing`` exception ever leaves here,
-and no reference is ever fetched (see ``_schema_refs``).
+JSON Schemas are run by ``jsonschema-rs`` with its linear-time regex engine (the Rust ``regex``
+crate, an RE2-class automaton): a ``pattern``, a ``patternProperties`` key or a
+``propertyNames`` pattern never backtracks, so no argument can make the judge run for seconds
+(issue 19: ``"^(a+)+$"`` against 27 ``a`` and a ``!`` took 12 s with Python's ``re``, on the
+event loop of a shared proxy). A pattern that engine cannot express (lookaround,
+backreferences) makes the schema unusable, found when it is compiled. ``bench/
+bench_schema_engines.py`` compares it with ``jsonschema`` + ``google-re2``.
+
+A schema that cannot be used (not a JSON Schema, a pattern that needs backtracking, a ``$ref``
+that points nowhere or to another document, nesting too deep to compile) is a
+``ConfigurationError`` naming the tool and the place in the schema, raised when the schema is
+compiled; no validator exception ever leaves here, and no reference is ever fetched (the
+validator is built offline; ``_schema_refs`` words the reference errors).
 """
 
 from __future__ import annotations
@@ -19,13 +28,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import jsonschema
+import jsonschema_rs
 import pydantic
-from jsonschema.exceptions import SchemaError, ValidationError
-from jsonschema.protocols import Validator
-from referencing.exceptions import Unresolvable
 
 from ..core.errors import ConfigurationError
-from ._schema_refs import OFFLINE_REGISTRY, bad_reference
+from ._reader import MAX_DEPTH
+from ._schema_refs import bad_reference
 
 __all__ = ["MAX_SCHEMA_ERRORS", "SchemaChecker", "checker_for", "json_path"]
 
@@ -71,37 +79,42 @@ def _quote(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _jsonschema_lines(error: ValidationError) -> list[tuple[str, str]]:
-    """Translate one jsonschema error into ``(path, problem)`` pairs."""
-    parts = [p for p in error.absolute_path if isinstance(p, str | int)]
+def _keyword_value(schema: object, location: Iterable[str | int]) -> object:
+    """The value at ``location`` (a path of keys) in ``schema``, or ``None`` when not there."""
+    node = schema
+    for part in location:
+        if isinstance(node, Mapping) and isinstance(part, str):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def _validation_lines(
+    error: jsonschema_rs.ValidationError, schema: Mapping[str, Any]
+) -> list[tuple[str, str]]:
+    """Translate one validator error into ``(path, problem)`` pairs, worded by toolwire."""
+    parts = list(error.instance_path)
     path = json_path(parts)
-    instance = error.instance
-    if error.validator == "required" and isinstance(instance, dict):
-        required = error.validator_value if isinstance(error.validator_value, list) else []
-        for name in required:
-            if name not in instance and error.message == f"{name!r} is a required property":
-                return [(path, f"missing required property {_quote(name)}")]
-    if error.validator == "type":
-        expected = error.validator_value
+    kind = error.kind
+    if isinstance(kind, jsonschema_rs.ValidationErrorKind.Required):
+        return [(path, f"missing required property {_quote(kind.property)}")]
+    if isinstance(kind, jsonschema_rs.ValidationErrorKind.Type):
+        # Named in the schema's own order (the validator sorts them).
+        declared = _keyword_value(schema, error.schema_path)
+        expected = declared if isinstance(declared, list | str) else kind.types
         names = " or ".join(expected) if isinstance(expected, list) else str(expected)
-        return [(path, f"expected {names}, got {_json_type(instance)}")]
-    if error.validator == "additionalProperties" and isinstance(instance, dict):
-        schema = error.schema if isinstance(error.schema, Mapping) else {}
-        declared = schema.get("properties", {})
-        patterns = list(schema.get("patternProperties", {}))
-        extras = [
-            key
-            for key in instance
-            if key not in declared and not any(re.search(p, key) for p in patterns)
+        return [(path, f"expected {names}, got {_json_type(error.instance)}")]
+    if isinstance(kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
+        return [
+            (json_path([*parts, key]), "unexpected property (the tool does not accept it)")
+            for key in kind.unexpected
         ]
-        if extras:
-            return [
-                (json_path([*parts, key]), "unexpected property (the tool does not accept it)")
-                for key in extras
-            ]
-    if error.validator == "enum" and isinstance(error.validator_value, list):
-        allowed = ", ".join(_quote(v) for v in error.validator_value)
-        return [(path, f"{_quote(instance)} is not one of {allowed}")]
+    if isinstance(kind, jsonschema_rs.ValidationErrorKind.Enum):
+        allowed = ", ".join(_quote(v) for v in kind.options)
+        return [(path, f"{_quote(error.instance)} is not one of {allowed}")]
     return [(path, error.message)]
 
 
@@ -129,14 +142,15 @@ class SchemaChecker:
     ``tool`` only names the tool in a ``ConfigurationError`` raised while compiling.
     """
 
-    __slots__ = ("json_schema", "model", "tool", "validator")
+    __slots__ = ("_recursive", "json_schema", "model", "tool", "validator")
 
     def __init__(
         self, schema: Mapping[str, Any] | type[pydantic.BaseModel], *, tool: str | None = None
     ) -> None:
         self.tool = tool
         self.model: type[pydantic.BaseModel] | None = None
-        self.validator: Validator | None = None
+        self.validator: jsonschema_rs.Validator | None = None
+        self._recursive = False
         if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
             self.model = schema
             self.json_schema: dict[str, Any] = schema.model_json_schema()
@@ -148,6 +162,7 @@ class SchemaChecker:
             )
         self.json_schema = dict(schema)
         self.validator = _compile(self.json_schema, tool)
+        self._recursive = _has_reference(self.json_schema)
 
     def declares(self, name: str) -> bool:
         """True when the parameters declare a property called ``name``."""
@@ -167,14 +182,14 @@ class SchemaChecker:
                 except pydantic.ValidationError as invalid:
                     pairs = _pydantic_lines(invalid)
             elif self.validator is not None:
+                # A schema that refers to itself descends as deep as the arguments go, on the
+                # native stack: past a few thousand levels the process would crash.
+                if self._recursive and _deeper_than(arguments, MAX_DEPTH):
+                    raise RecursionError
                 for problem in self.validator.iter_errors(arguments):
-                    pairs.extend(_jsonschema_lines(problem))
+                    pairs.extend(_validation_lines(problem, self.json_schema))
         except RecursionError:
             return ["$: the arguments are nested too deeply to validate"]
-        except Unresolvable as error:  # compiling checks every reference; never expected
-            raise ConfigurationError(
-                f"{_whose(self.tool)} has a $ref that cannot be resolved: {error}"
-            ) from None
         lines = sorted(f"{path}: {problem}" for path, problem in pairs)
         if len(lines) > MAX_SCHEMA_ERRORS:
             rest = len(lines) - MAX_SCHEMA_ERRORS
@@ -182,24 +197,85 @@ class SchemaChecker:
         return lines
 
 
-def _compile(schema: dict[str, Any], tool: str | None) -> Validator:
-    """A validator for a JSON Schema, or ``ConfigurationError`` saying why there is none."""
+#: The regex engine of every pattern: linear time, no lookaround, no backreferences.
+_LINEAR_PATTERNS = jsonschema_rs.RegexOptions()
+_REFERENCE_KEYS = frozenset({"$ref", "$dynamicRef", "$recursiveRef"})
+
+
+def _compile(schema: dict[str, Any], tool: str | None) -> jsonschema_rs.Validator:
+    """A validator for a JSON Schema, or ``ConfigurationError`` saying why there is none.
+
+    The dialect is the schema's ``$schema``, draft 2020-12 when it names none or one the
+    validator does not know (as ``jsonschema`` did). Formats are annotations, not checked (as
+    ``jsonschema`` without a format checker did); the schema's own patterns are checked against
+    the meta-schema's ``regex`` format by the same linear-time engine.
+    """
+    cls = jsonschema_rs.validator_cls_for(schema)
     try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    except jsonschema.exceptions.UnknownType as error:  # pragma: no cover - defensive
-        raise ConfigurationError(f"{_whose(tool)} is not a JSON Schema: {error}") from None
-    try:
-        cls.check_schema(schema)
-    except SchemaError as error:
-        where = json_path([p for p in error.absolute_path if isinstance(p, str | int)])
-        raise ConfigurationError(
-            f"{_whose(tool)} is not a valid JSON Schema: {where}: {error.message}"
-        ) from None
-    problem = bad_reference(schema, cls)
-    if problem is not None:
-        raise ConfigurationError(f"{_whose(tool)} cannot be used: {problem}")
-    validator: Validator = cls(schema, registry=OFFLINE_REGISTRY)
-    return validator
+        return cls(schema, validate_formats=False, pattern_options=_LINEAR_PATTERNS, offline=True)
+    except jsonschema_rs.ValidationError as error:
+        raise ConfigurationError(_unusable(schema, tool, error)) from None
+    except jsonschema_rs.ReferencingError as error:  # pragma: no cover - reported as above
+        raise ConfigurationError(f"{_whose(tool)} cannot be used: {error.message}") from None
+    except (ValueError, TypeError) as error:
+        # "Recursion limit reached" (more than about 120 levels of subschemas), or a value
+        # that is not JSON.
+        raise ConfigurationError(f"{_whose(tool)} cannot be compiled: {error}") from None
+
+
+def _unusable(
+    schema: dict[str, Any], tool: str | None, error: jsonschema_rs.ValidationError
+) -> str:
+    """Why ``schema`` cannot be used, in one line that names the tool and the place."""
+    where = json_path(error.instance_path)
+    if error.kind.name == "format" and isinstance(error.instance, str):
+        pattern = error.instance
+        return (
+            f"{_whose(tool)} has a pattern toolwire cannot run in linear time: {where}: "
+            f"{_quote(pattern)} (toolwire never runs a regex that can backtrack: lookaround, "
+            "backreferences and a few other constructs are refused)"
+        )
+    if not error.instance_path:
+        # A reference that does not resolve: worded by the offline walk, which names it.
+        python_class = jsonschema.validators.validator_for(
+            schema, default=jsonschema.Draft202012Validator
+        )
+        problem = bad_reference(schema, python_class)
+        if problem is not None:
+            return f"{_whose(tool)} cannot be used: {problem}"
+        return f"{_whose(tool)} cannot be used: {error.message}"
+    return f"{_whose(tool)} is not a valid JSON Schema: {where}: {error.message}"
+
+
+def _has_reference(schema: object) -> bool:
+    """Whether ``schema`` holds a reference anywhere (and so may descend without end)."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            if not _REFERENCE_KEYS.isdisjoint(node):
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` nests containers more than ``limit`` levels deep (no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Iterable[object] = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def checker_for(

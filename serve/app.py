@@ -30,7 +30,18 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
+from ..adapters.registry import read_request
+from ..core.errors import ConfigurationError
 from ..heal.transport import HealingTransport
+from ..stages.judge_cache import JudgeStageCache
+from .guard import (
+    HOP_BY_HOP,
+    Refusal,
+    body_refusal,
+    forwarded_headers,
+    path_refusal,
+    tools_refusal,
+)
 from .settings import ServeSettings
 
 __all__ = ["ProxyApp", "create_app"]
@@ -41,24 +52,11 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 _encode = msgspec.json.Encoder().encode
-#: Headers that belong to one connection, never forwarded either way (RFC 9110 7.6.1).
-_HOP_BY_HOP = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-authenticate",
-        b"proxy-connection",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"upgrade",
-    }
-)
-#: Upstream, the proxy sets ``host`` (the upstream's) and the length (of the body it sends), and
-#: a proxy's own credentials stop here.
-_REQUEST_DROPPED = _HOP_BY_HOP | {b"proxy-authorization", b"host", b"content-length"}
 #: Back, the server in front of the client writes its own ``server`` and ``date``.
-_RESPONSE_DROPPED = _HOP_BY_HOP | {b"server", b"date"}
+_RESPONSE_DROPPED = HOP_BY_HOP | {b"server", b"date"}
+#: Bodies longer than this are checked in a worker thread: reading 200,000 small objects for
+#: duplicate keys on the loop stalled /healthz 130-250 ms (tests/serve/test_adversarial.py).
+_CHECKED_IN_A_THREAD_ABOVE = 64 * 1024
 _API_PREFIX = "/v1"
 _HEALTH_PATHS = frozenset({"/healthz", "/health"})
 
@@ -89,8 +87,11 @@ class ProxyApp:
             max_keepalive_connections=min(settings.max_connections, 100),
         )
         transport = upstream_transport or httpx.AsyncHTTPTransport(limits=limits)
+        self._healing: HealingTransport | None = None
+        #: The tool lists already checked before forwarding (issue 19, part 5).
+        self._checked_tools = JudgeStageCache(None, settings.truncated_calls)
         if settings.heal:
-            transport = HealingTransport(
+            transport = self._healing = HealingTransport(
                 wrapped=transport,
                 provider=settings.provider,
                 max_retries=settings.max_retries,
@@ -148,6 +149,12 @@ class ProxyApp:
                 send, 404, "not_found", f"toolwire serve proxies /v1/...; {path} is not under it"
             )
             return
+        refusal = path_refusal(path, scope.get("raw_path"))
+        if refusal is None and scope["method"] in ("TRACE", "CONNECT"):
+            refusal = Refusal(405, "method_not_allowed", f"{scope['method']} is not proxied")
+        if refusal is not None:
+            await _send_refusal(send, refusal)
+            return
         content = await _read_body(receive, self.settings.max_request_bytes)
         if content is None:
             return  # the client went away while sending its request
@@ -163,17 +170,37 @@ class ProxyApp:
         request = self._client.build_request(
             scope["method"],
             self._upstream_url(path, scope.get("query_string", b"")),
-            headers=[
-                (name, value)
-                for name, value in scope["headers"]
-                if name.lower() not in _REQUEST_DROPPED
-            ],
+            headers=forwarded_headers(scope["headers"]),
             content=content,
         )
+        if len(content) > _CHECKED_IN_A_THREAD_ABOVE:
+            refusal = await anyio.to_thread.run_sync(self._request_refusal, request, content)
+        else:
+            refusal = self._request_refusal(request, content)
+        if refusal is not None:
+            await _send_refusal(send, refusal)
+            return
         async with anyio.create_task_group() as group:
             group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
             await self._forward(request, send)
             group.cancel_scope.cancel()
+
+    def _request_refusal(self, request: httpx.Request, content: bytes) -> Refusal | None:
+        """Why a request the healing would read must not go upstream, or ``None``."""
+        wire = self._healing.format_for(request) if self._healing is not None else None
+        if wire is None:
+            return None
+        refusal, body = body_refusal(content)
+        if refusal is not None or body is None:
+            return refusal
+        plan = wire.plan_request(content)
+        if plan is None:
+            return None
+        try:
+            tools = read_request(wire.provider, plan.body).tools
+        except ConfigurationError as error:
+            return Refusal(400, "invalid_request", f"toolwire cannot read this request: {error}")
+        return tools_refusal(self._checked_tools, tools)
 
     def _upstream_url(self, path: str, query: bytes) -> str:
         url = self.settings.upstream + path[len(_API_PREFIX) :]
@@ -187,7 +214,7 @@ class ProxyApp:
                 send, 504, "upstream_timeout", f"the upstream did not answer in time: {error!r}"
             )
             return
-        except httpx.HTTPError as error:
+        except (httpx.ConnectError, httpx.UnsupportedProtocol) as error:
             await _send_error(
                 send,
                 502,
@@ -195,6 +222,31 @@ class ProxyApp:
                 f"toolwire serve could not reach the upstream: {type(error).__name__}: {error}",
             )
             return
+        except httpx.HTTPError as error:
+            # It answered, then its response broke (a reset after the headers, a bad body).
+            await _send_error(
+                send,
+                502,
+                "upstream_broken",
+                f"the upstream's response broke off: {type(error).__name__}: {error}",
+            )
+            return
+        if response.is_redirect:
+            # A client's SDK would follow it, with its credentials, wherever it points.
+            with anyio.CancelScope(shield=True):
+                await response.aclose()
+            await _send_error(
+                send,
+                502,
+                "upstream_redirect",
+                f"the upstream answered {response.status_code} (a redirect); toolwire serve "
+                "does not pass redirects on",
+            )
+            return
+        raw_headers = response.headers.raw
+        # Content-Length beside Transfer-Encoding describes nothing the client receives (the
+        # body goes out decoded from its chunks): RFC 9112 6.3 says to ignore it, so drop it.
+        chunked = any(name.lower() == b"transfer-encoding" for name, _ in raw_headers)
         try:
             await send(
                 {
@@ -202,8 +254,9 @@ class ProxyApp:
                     "status": response.status_code,
                     "headers": [
                         (name, value)
-                        for name, value in response.headers.raw
+                        for name, value in raw_headers
                         if name.lower() not in _RESPONSE_DROPPED
+                        and not (chunked and name.lower() == b"content-length")
                     ],
                 }
             )
@@ -265,6 +318,10 @@ async def _send_json(send: Send, status: int, body: object) -> None:
         }
     )
     await send({"type": "http.response.body", "body": content, "more_body": False})
+
+
+async def _send_refusal(send: Send, refusal: Refusal) -> None:
+    await _send_error(send, refusal.status, refusal.code, refusal.message)
 
 
 async def _send_error(send: Send, status: int, code: str, message: str) -> None:

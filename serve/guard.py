@@ -1,0 +1,190 @@
+"""What ``toolwire serve`` refuses before anything goes upstream (issue 19), sans-I/O.
+
+Each check returns a :class:`Refusal` (the status, the error code and the message of the typed,
+OpenAI-shaped error the proxy answers) or ``None`` when the request may go on:
+
+- :func:`path_refusal`: a path that could leave ``/v1`` once the upstream's URL is built. The
+  server decodes the path once and httpx removes dot segments, so ``/v1/../X``,
+  ``/v1/%2e%2e/X``, ``/v1/..%2fX`` or ``/v1/models/../../X`` reached ``<upstream host>/X``
+  (Ollama's ``/api/delete``, llama.cpp's ``/slots``, another tenant's prefix on a gateway).
+  Refused: a segment that, decoded once or twice, is ``.`` or ``..`` or holds a slash, a
+  backslash, ``?``, ``#`` or a control character. Every other path keeps the upstream's base.
+- :func:`body_refusal`: a body toolwire would read differently from a lax upstream: duplicate
+  keys (which one wins differs between parsers), a ``stream`` that is not a boolean or
+  ``tools`` that are not a list (``"stream": "true"`` is streamed by some servers and not by
+  toolwire), JSON nested too deeply to read.
+- :func:`tools_refusal`: a tool whose schema cannot be used: refused *before* the upstream is
+  paid, naming the tool and the place in its schema (it used to fail after the response came).
+
+:func:`forwarded_headers` is the request headers that go upstream: never the hop-by-hop ones,
+nor those the client's ``Connection`` names (RFC 9110 7.6.1), nor ``Expect``, nor a client's
+own ``Forwarded`` / ``X-Forwarded-*`` / ``X-Real-IP`` (the proxy adds none: an upstream that
+trusts them must hear them from a proxy it trusts, not from a client).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import unquote
+
+import msgspec
+
+from ..core.errors import ConfigurationError
+from ..stages.judge_cache import JudgeStageCache
+
+__all__ = [
+    "HOP_BY_HOP",
+    "Refusal",
+    "body_refusal",
+    "forwarded_headers",
+    "path_refusal",
+    "tools_refusal",
+]
+
+#: Headers that belong to one connection, never forwarded either way (RFC 9110 7.6.1).
+HOP_BY_HOP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+    }
+)
+#: Upstream, the proxy sets ``host`` (the upstream's) and the length (of the body it sends), a
+#: proxy's own credentials stop here, ``Expect`` is answered by the server in front (the body
+#: is read whole before anything is sent), and a client's claims about where it came from are
+#: dropped.
+_REQUEST_DROPPED = HOP_BY_HOP | {
+    b"proxy-authorization",
+    b"host",
+    b"content-length",
+    b"expect",
+    b"forwarded",
+    b"x-real-ip",
+}
+_CLIENT_CLAIMS_PREFIX = b"x-forwarded-"
+#: Characters that change a URL's structure once a decoded segment is put back into one.
+_STRUCTURAL = frozenset("/\\?#")
+
+
+class Refusal(msgspec.Struct, frozen=True):
+    """Why the proxy answers a request itself: HTTP ``status``, error ``code``, ``message``."""
+
+    status: int
+    code: str
+    message: str
+
+
+def path_refusal(path: str, raw_path: bytes | None) -> Refusal | None:
+    """The refusal of a ``/v1/...`` path that could reach outside the upstream's base path.
+
+    ``path`` is the server's decoded path, ``raw_path`` the bytes the client sent (``None``
+    when the server gives none).
+    """
+    forms = [path]
+    if raw_path is not None:
+        forms.append(raw_path.decode("latin-1"))
+    for form in forms:
+        for segment in form.split("/")[1:]:
+            once = unquote(segment)
+            for decoded in (segment, once, unquote(once)):
+                if decoded in (".", "..") or _unsafe(decoded):
+                    return Refusal(
+                        400,
+                        "invalid_path",
+                        "toolwire serve refuses a path segment that is '.' or '..' or holds "
+                        "an encoded slash, a backslash, '?', '#' or a control character, "
+                        "decoded once or twice",
+                    )
+    return None
+
+
+def _unsafe(segment: str) -> bool:
+    return any(char in _STRUCTURAL or ord(char) < 0x20 or ord(char) == 0x7F for char in segment)
+
+
+def forwarded_headers(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """The client's headers that go upstream (see the module docstring)."""
+    pairs = [(name.lower(), value) for name, value in headers]
+    named = {
+        token.strip().lower()
+        for name, value in pairs
+        if name == b"connection"
+        for token in value.split(b",")
+    }
+    return [
+        (name, value)
+        for name, value in pairs
+        if name not in _REQUEST_DROPPED
+        and name not in named
+        and not name.startswith(_CLIENT_CLAIMS_PREFIX)
+    ]
+
+
+def _unique_keys(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKeyError(key)
+        seen[key] = value
+    return seen
+
+
+class _DuplicateKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def body_refusal(content: bytes) -> tuple[Refusal | None, object]:
+    """The refusal of a body toolwire would read differently from the upstream, and the body.
+
+    The body is returned decoded (``None`` when it is not JSON: such a body passes through
+    untouched, as it did).
+    """
+    try:
+        body = json.loads(content, object_pairs_hook=_unique_keys)
+    except _DuplicateKeyError as error:
+        return (
+            Refusal(
+                400,
+                "invalid_request",
+                f"the request body has the key {error.key!r} twice in one object; toolwire "
+                "and the upstream could read different values",
+            ),
+            None,
+        )
+    except RecursionError:
+        return Refusal(400, "invalid_request", "the request body is nested too deeply"), None
+    except ValueError:  # not JSON (UnicodeDecodeError is one): not toolwire's to read
+        return None, None
+    if isinstance(body, dict):
+        if "stream" in body and not isinstance(body["stream"], bool | None):
+            return _wrong_type("stream", "a boolean", body["stream"]), body
+        if "tools" in body and not isinstance(body["tools"], list | None):
+            return _wrong_type("tools", "a list", body["tools"]), body
+    return None, body
+
+
+def _wrong_type(key: str, expected: str, value: object) -> Refusal:
+    got = type(value).__name__
+    return Refusal(400, "invalid_request", f"{key!r} must be {expected}, not {got} {value!r:.40}")
+
+
+def tools_refusal(cache: JudgeStageCache, tools: object) -> Refusal | None:
+    """The refusal of a request whose tools the judge could not use (compiled once per list)."""
+    if tools is None:
+        return None
+    try:
+        cache.stage_for(tools)
+    except ConfigurationError as error:
+        return Refusal(400, "invalid_tools", f"toolwire cannot judge this request: {error}")
+    except RecursionError:
+        return Refusal(400, "invalid_tools", "the tools are nested too deeply to be used")
+    return None

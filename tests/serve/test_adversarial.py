@@ -1,0 +1,428 @@
+"""``toolwire serve`` against a hostile client and a misbehaving upstream (issue 19, parts 1, 2,
+5 and 7): the real command on uvicorn, a loopback upstream that records what it received.
+
+Each case asserts the status (or the in-band error), that nothing went upstream when nothing
+should have, and, for the attacks that used to freeze the event loop, that ``/healthz`` answers
+other clients within 100 ms meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from e2e.server import tool_calls_reply
+from heal.client import request
+from heal.upstream import HealUpstream, Reply, running_upstream
+
+from .proxy import Proxy, running_proxy
+
+HEALTHY_WITHIN = 0.1
+EVIL = "^(a+)+$"
+#: About 100 s of backtracking per validation with Python's ``re``.
+HOSTILE = "a" * 29 + "!"
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[HealUpstream]:
+    with running_upstream() as scripted:
+        yield scripted
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream: HealUpstream) -> Iterator[Proxy]:
+    with running_proxy("--upstream", upstream.base_url, "--provider", "llama-cpp") as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def _fresh_script(upstream: HealUpstream) -> None:
+    upstream.script()
+    upstream.requests.clear()
+    upstream.raw_bodies.clear()
+    upstream.headers.clear()
+    upstream.paths.clear()
+
+
+def _raw(proxy: Proxy, head: bytes, body: bytes = b"") -> tuple[int, bytes]:
+    """Send one request byte for byte (httpx would normalize the path); status and body."""
+    port = int(proxy.root.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        raw.sendall(head + b"\r\nhost: x\r\nconnection: close\r\n")
+        raw.sendall(b"content-length: %d\r\n\r\n%s" % (len(body), body))
+        received = b""
+        while chunk := raw.recv(65536):
+            received += chunk
+    status = int(received.split(b" ", 2)[1])
+    return status, received.partition(b"\r\n\r\n")[2]
+
+
+def _error_code(body: bytes) -> str:
+    code: str = json.loads(body)["error"]["code"]
+    return code
+
+
+def _tool(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "parameters": parameters}}
+
+
+class _HealthWatch:
+    """Polls ``/healthz`` in a thread while an attack runs; the slowest answer it saw.
+
+    Each poll is a new connection, as a new client, written by hand: on a kept-alive
+    connection the answer's two writes (head, then body) meet the client's delayed ACK and
+    every answer takes ~40 ms, attack or not (Nagle's algorithm), and a new ``httpx`` client
+    spends tens of milliseconds building its TLS context: neither is the proxy's loop.
+    """
+
+    def __init__(self, proxy: Proxy) -> None:
+        self._port = int(proxy.root.rsplit(":", 1)[1])
+        self._stop = threading.Event()
+        self.worst = 0.0
+        self.answers = 0
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            start = time.perf_counter()
+            with socket.create_connection(("127.0.0.1", self._port), timeout=30) as raw:
+                raw.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+                answer = b""
+                while chunk := raw.recv(4096):
+                    answer += chunk
+            assert answer.startswith(b"HTTP/1.1 200 "), answer[:40]
+            self.worst = max(self.worst, time.perf_counter() - start)
+            self.answers += 1
+            time.sleep(0.01)
+
+    def __enter__(self) -> _HealthWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(40)
+
+
+# -- part 1: a catastrophic pattern ---------------------------------------------------------
+
+
+def test_a_catastrophic_pattern_neither_freezes_the_proxy_nor_reaches_the_agent(
+    upstream: HealUpstream, proxy: Proxy
+) -> None:
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": EVIL}},
+              "required": ["s"]}  # fmt: skip
+    hostile = json.dumps({"s": HOSTILE})
+    upstream.script(*(Reply(tool_calls_reply(("call_x", "lookup", hostile))) for _ in range(3)))
+    body = request(tools=[_tool("lookup", schema)])
+    with _HealthWatch(proxy) as watch, httpx.Client(timeout=60) as http:
+        start = time.perf_counter()
+        response = http.post(f"{proxy.base_url}/chat/completions", json=body)
+        took = time.perf_counter() - start
+    assert response.status_code == 200
+    # The call never reached the agent: the stream ends with the in-band rejection.
+    assert '"tool_calls"' not in response.text
+    assert '"code":"tool_call_rejected"' in response.text
+    assert took < 5, f"the attack took {took:.1f} s"
+    assert watch.answers > 0
+    assert watch.worst < HEALTHY_WITHIN, f"/healthz took {watch.worst * 1000:.0f} ms"
+
+
+def test_a_pattern_that_needs_backtracking_is_a_400_and_never_goes_upstream(
+    upstream: HealUpstream, proxy: Proxy
+) -> None:
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "(?=a)(a+)+$"}}}
+    with httpx.Client(timeout=10) as http:
+        response = http.post(
+            f"{proxy.base_url}/chat/completions", json=request(tools=[_tool("lookup", schema)])
+        )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid_tools"
+    assert "'lookup'" in error["message"]
+    assert "$.properties.s.pattern" in error["message"]
+    assert upstream.paths == []
+
+
+# -- part 2: paths that would leave /v1 -----------------------------------------------------
+
+ESCAPES = [
+    b"/v1/../X",
+    b"/v1/%2e%2e/X",
+    b"/v1/%2E%2E/X",
+    b"/v1/..%2fX",
+    b"/v1/..%2FX",
+    b"/v1/models/../../X",
+    b"/v1/./models",
+    b"/v1/%252e%252e/X",
+    b"/v1/models%2f..%2f..%2fX",
+    b"/v1/..%5cX",
+    b"/v1/models\\..\\X",
+    b"/v1/models%3fx=1",
+    b"/v1/models%23x",
+    b"/v1/models%00",
+]
+
+
+@pytest.mark.parametrize("path", ESCAPES, ids=[p.decode() for p in ESCAPES])
+@pytest.mark.parametrize("method", [b"GET", b"POST"])
+def test_a_path_that_could_leave_v1_is_a_400_before_anything_is_sent(
+    upstream: HealUpstream, proxy: Proxy, path: bytes, method: bytes
+) -> None:
+    status, body = _raw(proxy, method + b" " + path + b" HTTP/1.1", b"{}")
+    assert status == 400
+    assert _error_code(body) == "invalid_path"
+    assert upstream.paths == []
+
+
+def test_an_ordinary_path_keeps_the_upstreams_base_path(
+    upstream: HealUpstream, proxy: Proxy
+) -> None:
+    status, _ = _raw(proxy, b"GET /v1/models HTTP/1.1")
+    assert status == 200
+    assert upstream.paths == ["/v1/models"]
+
+
+# -- part 5: a tool schema the judge cannot use ---------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_invalid_tool_schema_is_a_400_naming_the_tool_before_the_upstream_is_paid(
+    upstream: HealUpstream, proxy: Proxy, stream: bool
+) -> None:
+    tools = [_tool("fine", {"type": "object"}), _tool("broken", {"type": "nonsense"})]
+    with httpx.Client(timeout=10) as http:
+        response = http.post(
+            f"{proxy.base_url}/chat/completions", json=request(tools=tools, stream=stream)
+        )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["code"], error["type"]) == ("invalid_tools", "toolwire_invalid_tools")
+    assert "'broken'" in error["message"]
+    assert "$.type" in error["message"]
+    assert upstream.paths == []
+
+
+def test_an_anthropic_tool_schema_is_checked_too(upstream: HealUpstream, proxy: Proxy) -> None:
+    body = {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"name": "broken", "input_schema": {"type": 3}}],
+    }
+    with httpx.Client(timeout=10) as http:
+        response = http.post(f"{proxy.base_url}/messages", json=body)
+    assert response.status_code == 400
+    assert "'broken'" in response.json()["error"]["message"]
+    assert upstream.paths == []
+
+
+# -- part 7: the small ones -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"model": "m", "messages": [], "tools": [], "stream": true, "stream": false}',
+        b'{"model": "m", "messages": [], "stream": "true", "tools": []}',
+        b'{"model": "m", "messages": [], "tools": {"type": "function"}}',
+        # Python's reader raised RecursionError: a plain-text 500 and a traceback.
+        b'{"model": "m", "messages": [], "tools": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}",
+        # Read in a worker thread: half a second of parsing must not stall other clients.
+        b'{"model": "m", "messages": [' + b'{"a": 1},' * 200_000 + b'{"b": 1, "b": 2}]}',
+    ],
+    ids=[
+        "duplicate keys",
+        "stream as a string",
+        "tools as an object",
+        "nested 100k levels",
+        "duplicate keys after 200,000 objects",
+    ],
+)
+def test_a_body_a_lax_upstream_would_read_differently_is_a_400(
+    upstream: HealUpstream, proxy: Proxy, body: bytes
+) -> None:
+    with _HealthWatch(proxy) as watch, httpx.Client(timeout=30) as http:
+        response = http.post(
+            f"{proxy.base_url}/chat/completions",
+            content=body,
+            headers={"content-type": "application/json"},
+        )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_request"
+    assert "Traceback" not in proxy.log
+    assert upstream.paths == []
+    assert watch.worst < HEALTHY_WITHIN, f"/healthz took {watch.worst * 1000:.0f} ms"
+
+
+def test_connection_named_forwarded_and_expect_headers_stay_here(
+    upstream: HealUpstream, proxy: Proxy
+) -> None:
+    with httpx.Client(timeout=10) as http:
+        response = http.get(
+            f"{proxy.base_url}/models",
+            headers={
+                "connection": "keep-alive, x-internal-secret",
+                "x-internal-secret": "hop",
+                "forwarded": "for=10.0.0.1;by=admin",
+                "x-forwarded-for": "10.0.0.1",
+                "x-forwarded-host": "admin.internal",
+                "x-real-ip": "10.0.0.1",
+                "x-kept": "yes",
+            },
+        )
+    assert response.status_code == 200
+    (received,) = upstream.headers
+    for dropped in ("x-internal-secret", "forwarded", "x-forwarded-for", "x-forwarded-host",
+                    "x-real-ip", "expect"):  # fmt: skip
+        assert dropped not in received
+    assert received["x-kept"] == "yes"
+
+
+def test_trace_is_refused(upstream: HealUpstream, proxy: Proxy) -> None:
+    status, body = _raw(proxy, b"TRACE /v1/models HTTP/1.1")
+    assert status == 405
+    assert _error_code(body) == "method_not_allowed"
+    assert upstream.paths == []
+
+
+def test_the_start_up_line_never_shows_the_upstreams_password(upstream: HealUpstream) -> None:
+    port = upstream.base_url.split(":")[2].split("/")[0]
+    with running_proxy("--upstream", f"http://user:hunter2@127.0.0.1:{port}/v1") as running:
+        assert "hunter2" not in running.log
+        assert "user:***@" in running.log
+
+
+# -- a raw upstream: redirects and broken framing ---------------------------------------------
+
+
+class _RawUpstream:
+    """Answers the requests of each connection with ``responses`` in turn, byte for byte."""
+
+    def __init__(self, *responses: bytes) -> None:
+        self.responses = responses
+        self.received: list[bytes] = []
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self._server.getsockname()[1]}/v1"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self._server.accept()
+            except OSError:
+                return
+            with connection:
+                connection.settimeout(5)
+                try:
+                    for response in self.responses:
+                        self.received.append(connection.recv(65536))
+                        connection.sendall(response)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self._server.close()
+
+
+@pytest.fixture
+def raw_upstream(request: pytest.FixtureRequest) -> Iterator[_RawUpstream]:
+    responses = request.param if isinstance(request.param, tuple) else (request.param,)
+    server = _RawUpstream(*responses)
+    yield server
+    server.close()
+
+
+REDIRECT = (
+    b"HTTP/1.1 302 Found\r\nlocation: http://attacker.test/steal\r\ncontent-length: 0\r\n\r\n"
+)
+
+
+@pytest.mark.parametrize("raw_upstream", [REDIRECT], indirect=True)
+@pytest.mark.parametrize("heal", [True, False], ids=["healing", "bare"])
+def test_an_upstream_redirect_is_a_typed_502_never_handed_on(
+    raw_upstream: _RawUpstream, heal: bool
+) -> None:
+    flags = () if heal else ("--no-heal",)
+    with running_proxy("--upstream", raw_upstream.base_url, *flags) as running:
+        with httpx.Client(timeout=10) as http:
+            response = http.get(f"{running.base_url}/models")
+    assert response.status_code == 502
+    assert response.json()["error"]["code"] == "upstream_redirect"
+    assert "location" not in response.headers
+
+
+BOTH_LENGTHS = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 5\r\n"
+    b'transfer-encoding: chunked\r\n\r\n12\r\n{"object": "list"}\r\n0\r\n\r\n'
+)
+
+
+@pytest.mark.parametrize("raw_upstream", [BOTH_LENGTHS], indirect=True)
+def test_content_length_beside_transfer_encoding_is_not_passed_on(
+    raw_upstream: _RawUpstream,
+) -> None:
+    with running_proxy("--upstream", raw_upstream.base_url, "--no-heal") as running:
+        with httpx.Client(timeout=10) as http:
+            response = http.get(f"{running.base_url}/models")
+    assert response.status_code == 200
+    assert response.json() == {"object": "list"}
+
+
+RESET_AFTER_HEADERS = (
+    b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 500\r\n\r\n{"id": '
+)
+
+
+@pytest.mark.parametrize("raw_upstream", [RESET_AFTER_HEADERS], indirect=True)
+def test_a_non_streamed_reset_after_the_headers_does_not_say_unreachable(
+    raw_upstream: _RawUpstream,
+) -> None:
+    with running_proxy("--upstream", raw_upstream.base_url) as running:
+        with httpx.Client(timeout=10) as http:
+            response = http.post(f"{running.base_url}/chat/completions", json=request(stream=False))
+    assert response.status_code == 502
+    assert response.json()["error"]["code"] == "upstream_broken"
+
+
+SMUGGLED = (
+    b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"
+    b'HTTP/1.1 200 OK\r\ncontent-length: 8\r\n\r\n"forged"',
+    b'HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\n"real"',
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="needs a check of the pooled upstream connection below httpx (httpcore keeps the "
+    "extra bytes in its buffer); not in serve/ or heal/",
+)
+@pytest.mark.parametrize("raw_upstream", [SMUGGLED], indirect=True)
+def test_a_body_longer_than_its_content_length_never_answers_the_next_client(
+    raw_upstream: _RawUpstream,
+) -> None:
+    with running_proxy("--upstream", raw_upstream.base_url, "--no-heal") as running:
+        with httpx.Client(timeout=10) as first, httpx.Client(timeout=10) as second:
+            assert first.get(f"{running.base_url}/models").content == b"{}"
+            answer = second.get(f"{running.base_url}/models")
+    assert answer.content != b'"forged"'
+
+
+UNREADABLE = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 9\r\n\r\nnot json!"
+)
+
+
+@pytest.mark.xfail(strict=True, reason="needs heal/ after the layout move")
+@pytest.mark.parametrize("raw_upstream", [UNREADABLE], indirect=True)
+def test_an_unreadable_non_streamed_body_is_not_a_200(raw_upstream: _RawUpstream) -> None:
+    with running_proxy("--upstream", raw_upstream.base_url) as running:
+        with httpx.Client(timeout=10) as http:
+            response = http.post(f"{running.base_url}/chat/completions", json=request(stream=False))
+    assert response.status_code == 502
