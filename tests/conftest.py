@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,49 @@ PROVIDER_OF_FOLDER: dict[str, str] = {
     "gemini": "gemini",
     "ollama": "ollama",
 }
+
+
+#: True when this run leaves the ``slow`` tier out (``pytest -m "not slow"``, the development
+#: loop of docs/development.md); set by :func:`pytest_configure`, before any test module is read.
+QUICK = False
+#: The quick loop runs a hypothesis property with this share of its examples (1/5); the full
+#: suite runs every one of them.
+QUICK_SHARE = 5
+_NOT_SLOW = re.compile(r"\bnot\s+slow\b")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global QUICK
+    QUICK = bool(_NOT_SLOW.search(config.getoption("markexpr") or ""))
+
+
+def examples(count: int) -> int:
+    """``max_examples`` for a hypothesis property: ``count`` in the full suite, a fifth (at least
+    10) in the quick loop, where the property still runs, on fewer generated cases."""
+    return max(10, count // QUICK_SHARE) if QUICK else count
+
+
+def quick_sample(
+    cases: Sequence[Any], every: int, covers: Sequence[Callable[[Any], Hashable]] = ()
+) -> list[Any]:
+    """``cases`` for ``parametrize``, every one of them: each ``every``-th in the quick loop, the
+    others marked ``slow`` (the full suite runs them all; a tuple case is several arguments).
+
+    Each function of ``covers`` names a dimension of the grid (the recording, the variant...):
+    every value it takes over ``cases`` must also be taken in the quick sample, so that the quick
+    loop still meets every recording and every variant, only not every pairing. (On a grid of
+    rows x columns in row order, an ``every`` prime to the number of columns rotates through them.)
+    """
+    sample = [case for number, case in enumerate(cases) if number % every == 0]
+    for cover in covers:
+        missing = {cover(case) for case in cases} - {cover(case) for case in sample}
+        assert not missing, f"the quick sample (every {every}) never meets {sorted(missing)}"
+    return [
+        case
+        if number % every == 0
+        else pytest.param(*(case if isinstance(case, tuple) else (case,)), marks=pytest.mark.slow)
+        for number, case in enumerate(cases)
+    ]
 
 
 @pytest.fixture(params=[pytest.param("asyncio", id="asyncio"), pytest.param("trio", id="trio")])

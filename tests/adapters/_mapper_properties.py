@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from _toolwire_testdata import load_stream
+from _toolwire_testdata import examples, load_stream
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
@@ -31,9 +31,12 @@ _JUDGE = JudgeStage()
 
 
 def property_settings(max_examples: int) -> settings:
-    """Hypothesis settings for a property over whole recordings (some are slow to replay)."""
+    """Hypothesis settings for a property over whole recordings (some are slow to replay); the
+    quick loop runs a share of ``max_examples`` (``examples``), the full suite all of them."""
     return settings(
-        max_examples=max_examples, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+        max_examples=examples(max_examples),
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
     )
 
 

@@ -8,7 +8,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from _toolwire_testdata import STREAMS
+from _toolwire_testdata import STREAMS, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -110,7 +110,7 @@ def test_recording_any_split(path: Path, cuts: list[int]) -> None:
 TOKENS = [b'{"a":1}', b"{", b"}", b"x", b" ", b"\t", b"\n", b"\n", b"\r", b"\r\n", b"\xc3\xa9"]
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(
     body=st.lists(st.sampled_from(TOKENS), max_size=60).map(b"".join),
     cap=st.one_of(st.integers(min_value=1, max_value=30), st.just(DEFAULT_MAX_LINE_BYTES)),

@@ -8,7 +8,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from _toolwire_testdata import STREAMS
+from _toolwire_testdata import STREAMS, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -87,7 +87,7 @@ def test_mixed_body_every_two_way_split(cut: int) -> None:
     assert decode(MIXED[:cut], MIXED[cut:]) == MIXED_EXPECTED
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=len(MIXED)), max_size=12))
 def test_mixed_body_any_split(cuts: list[int]) -> None:
     assert decode(*split_at(MIXED, cuts)) == MIXED_EXPECTED
@@ -289,7 +289,7 @@ def line_ends(body: bytes) -> list[int]:
     return [i + 1 for i, byte in enumerate(body) if byte in b"\r\n"]
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(
     body=sse_bodies(),
     cap=st.one_of(st.integers(min_value=1, max_value=60), st.just(DEFAULT_MAX_EVENT_BYTES)),
@@ -317,7 +317,7 @@ def test_any_body_any_split_matches_the_reference(
         assert items_of(got) == expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(body=sse_bodies(), cap=st.integers(min_value=1, max_value=40))
 def test_the_columns_agree(body: bytes, cap: int) -> None:
     """A payload is bytes or an overflow, and the names column is as long as the payloads."""
@@ -330,7 +330,7 @@ def test_the_columns_agree(body: bytes, cap: int) -> None:
             assert len(each._event_lines) == len(each.payloads)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(body=sse_bodies(), cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6))
 def test_no_field_seen_means_no_message(body: bytes, cuts: list[int]) -> None:
     decoder = SSEDecoder()

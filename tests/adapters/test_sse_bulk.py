@@ -11,6 +11,7 @@ multi-line, ``\\r\\n`` / ``\\r`` / ``\\n``, byte-order-mark and over-cap events 
 
 from __future__ import annotations
 
+from _toolwire_testdata import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -89,7 +90,7 @@ def split(body: bytes, cuts: list[int]) -> list[bytes]:
     return [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(
     body=bodies(),
     cuts=st.lists(st.integers(0, 1 << 14), max_size=8),
@@ -104,7 +105,7 @@ def test_bulk_equals_line_by_line(body: bytes, cuts: list[int], cap: int) -> Non
     assert state(bulk) == state(general)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(body=bodies(), size=st.integers(1, 200))
 def test_bulk_equals_line_by_line_in_fixed_reads(body: bytes, size: int) -> None:
     bulk, general = SSEDecoder(), LineByLine()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from _toolwire_testdata import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -43,7 +44,7 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(json_objects, dump_options)
 def test_valid_objects_pass_unchanged(value: dict[str, Any], options: dict[str, Any]) -> None:
     raw = json.dumps(value, **options)
@@ -53,7 +54,7 @@ def test_valid_objects_pass_unchanged(value: dict[str, Any], options: dict[str, 
     assert same(verdict.arguments, value)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(json_objects.filter(bool), dump_options, st.data())
 def test_proper_prefixes_never_pass(
     value: dict[str, Any], options: dict[str, Any], data: st.DataObject
@@ -65,7 +66,7 @@ def test_proper_prefixes_never_pass(
     assert verdict.arguments is None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(alphabet=st.sampled_from("{}[]\":,'ab1 \\<|>\nnulTrue"), max_size=40))
 def test_any_text_gives_a_deterministic_verdict(raw: str) -> None:
     first = parse_arguments(raw, tool="t", call_id="c1")
@@ -81,7 +82,7 @@ def test_any_text_gives_a_deterministic_verdict(raw: str) -> None:
         assert (first.outcome == "repaired") == bool(first.repairs)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=60))
 def test_any_unicode_text_is_judged(raw: str) -> None:
     verdict = parse_arguments(raw, tool="t")

@@ -2,19 +2,27 @@
 
 The round trip is the contract: re-encoding a judged stream and reading it back with toolwire
 gives the same Turn, less the calls that were rejected (which never reach a client), with the
-finish corrected for the token limit. It is checked on every recorded Chat stream and on
-generated ones; the rest pins down each rule of ``heal/encoder.py``.
+finish corrected for the token limit; and the writer writes again, byte for byte, what it reads
+back. Both directions are checked on one table of cases (every recorded Chat stream) and on
+generated streams; the rest pins down each rule of ``adapters/openai_chat/encoder.py``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import msgspec
 import pytest
-from _toolwire_testdata import chat_chunk, chat_recordings, data_payloads, load_stream, sse_body
+from _toolwire_testdata import (
+    chat_chunk,
+    chat_recordings,
+    data_payloads,
+    examples,
+    load_stream,
+    sse_body,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -73,16 +81,47 @@ def _client_calls(body: bytes) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("recording", chat_recordings())
-async def test_every_recording_round_trips(anyio_backend: str, recording: str) -> None:
-    provider = _provider_of(recording)
-    pipeline = toolwire.Pipeline(provider)
-    body = load_stream(recording)
-    events = [event async for event in pipeline.stream(body)]
-    original = await pipeline.collect(body)
-    encoded = encode_events(events)
-    again = await pipeline.collect(encoded)
+# -- the round trip: one table of cases, both directions ---------------------------------------
+#
+# As h11's test_io.py: one table of cases drives the reader and the writer. Reading: the bytes of
+# each case become judged events, which the writer turns into bytes that read back as the same
+# Turn (less the rejected calls, which never reach a client; the finish corrected for the token
+# limit). Writing: the events read back from what was written are written as the very same bytes.
 
+#: Every recorded Chat-Completions-style stream, read as the server that sent it.
+ROUND_TRIPS = [pytest.param(_provider_of(r), load_stream(r), id=r) for r in chat_recordings()]
+#: Written into every chunk; ``created`` is otherwise the time the encoder started.
+CREATED = 1727346178
+
+
+class RoundTrip(NamedTuple):
+    """One case, read, written, read back, written again."""
+
+    events: list[Event]
+    original: Turn
+    encoded: bytes
+    again: Turn
+    rewritten: bytes
+
+
+async def _round_trip(body: bytes, provider: str = "openai-chat") -> RoundTrip:
+    pipeline = toolwire.Pipeline(provider)
+    events = [event async for event in pipeline.stream(body)]
+    encoded = encode_events(events, created=CREATED)
+    read_back = [event async for event in pipeline.stream(encoded)]
+    return RoundTrip(
+        events,
+        await pipeline.collect(body),
+        encoded,
+        await pipeline.collect(encoded),
+        encode_events(read_back, created=CREATED),
+    )
+
+
+@pytest.mark.parametrize(("provider", "body"), ROUND_TRIPS)
+async def test_reading_then_writing(anyio_backend: str, provider: str, body: bytes) -> None:
+    """Bytes -> events -> bytes: what the writer wrote reads back as the Turn first read."""
+    events, original, encoded, again, _ = await _round_trip(body, provider)
     accepted = [call for call in original.calls if call.may_run]
     assert [(c.call_id, c.name, c.arguments) for c in again.calls] == [
         (c.call_id, c.name, c.arguments) for c in accepted
@@ -107,6 +146,13 @@ async def test_every_recording_round_trips(anyio_backend: str, recording: str) -
         assert again.finish_raw == "length"
     if not original.rejected and original.finish_raw is not None:
         assert again == original  # nothing to correct: the very same Turn
+
+
+@pytest.mark.parametrize(("provider", "body"), ROUND_TRIPS)
+async def test_writing_then_reading(anyio_backend: str, provider: str, body: bytes) -> None:
+    """Events -> bytes -> events: the events read back from the written bytes write them again."""
+    trip = await _round_trip(body, provider)
+    assert trip.rewritten == trip.encoded
 
 
 async def test_a_hidden_length_finish_is_reported_as_length(anyio_backend: str) -> None:
@@ -340,14 +386,7 @@ def _stream_of(texts: list[str], calls: list[dict[str, Any]], piece: int) -> byt
     return sse_body(chunks)
 
 
-async def _round_trip(body: bytes) -> tuple[Turn, Turn, bytes]:
-    pipeline = toolwire.Pipeline("openai-chat")
-    original = await pipeline.collect(body)
-    encoded = encode_events([event async for event in pipeline.stream(body)])
-    return original, await pipeline.collect(encoded), encoded
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     texts=st.lists(st.text(max_size=10), max_size=4),
     calls=st.lists(_ARGUMENTS, max_size=3),
@@ -356,9 +395,10 @@ async def _round_trip(body: bytes) -> tuple[Turn, Turn, bytes]:
 def test_any_generated_stream_round_trips(
     texts: list[str], calls: list[dict[str, Any]], piece: int
 ) -> None:
-    original, again, encoded = anyio.run(_round_trip, _stream_of(texts, calls, piece))
+    _, original, encoded, again, rewritten = anyio.run(_round_trip, _stream_of(texts, calls, piece))
     assert [c.outcome for c in original.calls] == ["ok"] * len(calls)
-    assert again == original
+    assert again == original  # reading then writing
+    assert rewritten == encoded  # writing then reading
     # Each call goes out whole, once, with its arguments exactly as the model sent them.
     assert [json.loads(call["function"]["arguments"]) for call in _client_calls(encoded)] == calls
     assert msgspec.json.decode(encoded.split(b"data: ")[1]) ["choices"][0]["delta"]["role"] == (

@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import toolwire
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "adapters"))
 from test_same_turn_every_format import FORMATS
 
 pytestmark = pytest.mark.anyio

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from _toolwire_testdata import stream_path
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -33,10 +33,7 @@ THREE_CALLS = tool_call_stream(
     ],
     usage={"prompt_tokens": 12, "completion_tokens": 30, "total_tokens": 42},
 )
-CUT_RECORDING = (
-    Path(__file__).resolve().parents[3]
-    / "shared/fixtures/streams/llama-cpp-python/write_max_tokens_12_cut_mid_string.real.sse"
-)
+CUT_RECORDING = stream_path("llama-cpp-python/write_max_tokens_12_cut_mid_string.real.sse")
 JUDGE = hand_judge({"write": repaired("bare_keys"), "read": rejected("not_json", position=17)})
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from _toolwire_testdata import examples, quick_sample
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_ollama_fixtures import BODIES, done, line, ndjson, tool_call
@@ -138,6 +139,11 @@ BODY_NAMES = sorted(BODIES)
 CASES = [(name, kind) for name in BODY_NAMES for kind in variants(BODIES[name][0])]
 
 
+#: The fixed-size and small-cap grids in the quick loop: every 7th case, which meets every body
+#: and every variant (the full suite runs all of them).
+QUICK_CASES = quick_sample(CASES, 7, covers=(lambda case: case[0], lambda case: case[1]))
+
+
 def body_of(case: tuple[str, str]) -> bytes:
     return variants(BODIES[case[0]][0])[case[1]]
 
@@ -159,14 +165,14 @@ def test_every_split_in_two(name: str, kind: str) -> None:
         assert run(fast_mapper(), reads) == run(general_mapper(), reads), cut
 
 
-@pytest.mark.parametrize(("name", "kind"), CASES)
+@pytest.mark.parametrize(("name", "kind"), QUICK_CASES)
 def test_fixed_read_sizes(name: str, kind: str) -> None:
     body = body_of((name, kind))
     for size in (1, 2, 3, 7, 50, 64, 100, 127, 200, 500, 1000, 4096, len(body) or 1):
         same_events(body, [body[i : i + size] for i in range(0, len(body), size)])
 
 
-@pytest.mark.parametrize(("name", "kind"), CASES)
+@pytest.mark.parametrize(("name", "kind"), QUICK_CASES)
 def test_small_cap(name: str, kind: str) -> None:
     """With a cap of 120 bytes, some lines are over it and every block is: general path."""
     body = body_of((name, kind))
@@ -174,7 +180,7 @@ def test_small_cap(name: str, kind: str) -> None:
         same_events(body, [body[i : i + size] for i in range(0, len(body), size)], cap=120)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=st.sampled_from(CASES), cuts=st.lists(st.integers(0, 1 << 14), max_size=12))
 def test_random_splits(case: tuple[str, str], cuts: list[int]) -> None:
     body = body_of(case)
@@ -183,7 +189,7 @@ def test_random_splits(case: tuple[str, str], cuts: list[int]) -> None:
     same_events(body, reads)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     pieces=st.lists(
         st.sampled_from(

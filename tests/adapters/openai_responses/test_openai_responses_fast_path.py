@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from _mapper_properties import normalized, property_settings, split_after, split_at
-from _toolwire_testdata import STREAMS, load_stream
+from _toolwire_testdata import STREAMS, load_stream, quick_sample
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -220,8 +220,15 @@ def test_every_built_body_at_every_split(name: str) -> None:
     check_every_split(BUILT[name], SETTINGS["default"])
 
 
-@pytest.mark.parametrize("setting", ["no_deltas", "small_limit"])
-@pytest.mark.parametrize("name", [*RECORDINGS, *BUILT])
+#: Every body with each other setting; the quick loop runs every 3rd pairing (both settings).
+OTHER_SETTINGS = quick_sample(
+    [(name, setting) for name in [*RECORDINGS, *BUILT] for setting in ("no_deltas", "small_limit")],
+    3,
+    covers=(lambda case: case[1],),
+)
+
+
+@pytest.mark.parametrize(("name", "setting"), OTHER_SETTINGS)
 def test_other_settings_at_many_splits(name: str, setting: str) -> None:
     body = BUILT[name] if name in BUILT else load_stream(name)
     check_every_split(body, SETTINGS[setting], step=13)

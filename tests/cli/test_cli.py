@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _toolwire_testdata import SHARED
 
 from toolwire.cli import main
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 CUT_12 = SHARED / "fixtures/streams/llama-cpp-python/write_max_tokens_12_cut_mid_string.real.sse"
 PARALLEL = (
     SHARED / "fixtures/streams/openai-chat/parallel_two_calls_sequential_indices_usage_done.sse"
