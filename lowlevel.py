@@ -50,7 +50,6 @@ from .loop import rejected_result as rejected_result
 from .stages.judge import JudgeStage as JudgeStage
 from .stages.telemetry import TelemetryStage as TelemetryStage
 
-
 __all__ = [
     "EventStep",
     "HealEncoder",
