@@ -18,6 +18,10 @@ a client's history and toolwire's follow-ups reach the server in one form:
   then quotes the result; ``tool_call_id`` stays, for toolwire's history check).
   llama-cpp-python's ``chatml-function-calling`` template renders a ``tool`` message as a bare
   ``<|im_start|>tool`` line: the model would never read the result.
+- ``null_key``: keys the server refuses as ``null`` on an assistant message
+  (``null_keys_refused``) are left out. The openai SDK's streaming helper sends
+  ``function_call: null`` back; llama-cpp-python answers HTTP 500 (``Input should be a valid
+  dictionary``).
 - ``stream``: with ``streams_tool_calls_only_when_forced``, a streamed request with tools and
   ``tool_choice: "auto"`` is asked non-streamed (llama-cpp-python answers it with HTTP 200 and
   an empty body when the model picks a tool); the healing streams the judged answer back.
@@ -38,7 +42,7 @@ from .profiles import ServerProfile
 __all__ = ["AdaptationKind", "adapt_body", "adapt_messages", "result_text"]
 
 #: What an adaptation changed (see the module docstring).
-AdaptationKind = Literal["assistant_content", "tool_result_role", "stream"]
+AdaptationKind = Literal["assistant_content", "null_key", "tool_result_role", "stream"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -62,22 +66,25 @@ def adapt_messages(
     adapted: list[Any] = []
     for original in messages:
         message = _as_mapping(original)
-        kind: AdaptationKind | None = None
-        if message is None:
-            pass
-        elif message.get("role") == "assistant":
+        kinds: list[AdaptationKind] = []
+        if message is not None and message.get("role") == "assistant":
             _learn_names(message, names)
             empty = profile.empty_assistant_content
             content_missing = "content" not in message and bool(message.get("tool_calls"))
             content_null = "content" in message and message["content"] is None
             if empty is not None and (content_missing or content_null):
-                message, kind = {**message, "content": empty}, "assistant_content"
-        elif message.get("role") == "tool" and profile.tool_result_role == "user":
-            message, kind = _as_user_result(message, names), "tool_result_role"
-        if kind is None:
-            adapted.append(original)
-        else:
-            adapted.append(message)
+                message = {**message, "content": empty}
+                kinds.append("assistant_content")
+            refused = [k for k in profile.null_keys_refused if k in message and message[k] is None]
+            if refused:
+                message = {k: v for k, v in message.items() if k not in refused}
+                kinds.append("null_key")
+        elif message is not None and message.get("role") == "tool":
+            if profile.tool_result_role == "user":
+                message = _as_user_result(message, names)
+                kinds.append("tool_result_role")
+        adapted.append(message if kinds else original)
+        for kind in kinds:
             counts[kind] = counts.get(kind, 0) + 1
     return adapted, counts
 

@@ -53,6 +53,11 @@ class ServerProfile(msgspec.Struct, frozen=True, kw_only=True):
     #: refuses ``"required"``. The empty-body error then says so, and the healing asks a
     #: streamed ``"auto"`` request non-streamed and streams the judged answer to the client.
     streams_tool_calls_only_when_forced: bool = False
+    #: Assistant-message keys the server refuses as ``null``; a client's history drops them
+    #: on the way in (``null`` tells the model nothing). The openai SDK's streaming helper
+    #: sends ``function_call: null`` back, and llama-cpp-python answers HTTP 500 (``Input
+    #: should be a valid dictionary``: its validation types it as an object when present).
+    null_keys_refused: tuple[str, ...] = ()
 
 
 #: provider name -> profile, for every name that reads Chat Completions streams.
@@ -67,6 +72,7 @@ CHAT_PROFILES: dict[str, ServerProfile] = {
         empty_assistant_content="",
         tool_result_role="user",
         streams_tool_calls_only_when_forced=True,
+        null_keys_refused=("function_call",),
     ),
     "llama-server": ServerProfile(gen_ai_name="llama.cpp"),
     "vllm": ServerProfile(gen_ai_name="vllm"),
