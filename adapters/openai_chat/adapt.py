@@ -54,14 +54,14 @@ def result_text(name: str, call_id: str, content: str) -> str:
 
 def adapt_messages(
     messages: Sequence[Any], profile: ServerProfile
-) -> tuple[list[Any], dict[AdaptationKind, int]]:
+) -> tuple[list[Any], dict[str, int]]:
     """``messages`` in the form ``profile``'s server accepts, and how many of each kind changed.
 
     A message that needs nothing is passed as the same object, and the input is never
     modified. Messages may be dicts or the openai SDK's message objects (what
     ``response.choices[0].message`` is): one that needs adapting comes back as a dict.
     """
-    counts: dict[AdaptationKind, int] = {}
+    counts: dict[str, int] = {}  # AdaptationKind -> how many messages
     names: dict[str, str] = {}  # call id -> tool name, from the assistant messages so far
     adapted: list[Any] = []
     for original in messages:
@@ -91,7 +91,7 @@ def adapt_messages(
 
 def adapt_body(
     body: Mapping[str, Any], profile: ServerProfile, *, stream: bool = True
-) -> tuple[Mapping[str, Any], dict[AdaptationKind, int]]:
+) -> tuple[Mapping[str, Any], dict[str, int]]:
     """A request ``body`` adapted to ``profile`` (``body`` itself when nothing changes).
 
     ``stream=False`` leaves ``stream`` alone: only a caller that streams the whole answer back

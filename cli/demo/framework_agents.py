@@ -135,20 +135,24 @@ async def agent_proxy(
 def _openai_client(base_url: str, http: httpx.AsyncClient | None = None) -> Any:
     import openai
 
+    http_client: Any = http or httpx.AsyncClient(timeout=300, trust_env=False)
     return openai.AsyncOpenAI(
-        base_url=base_url,
-        api_key="local",
-        max_retries=0,
-        http_client=http or httpx.AsyncClient(timeout=300, trust_env=False),
+        base_url=base_url, api_key="local", max_retries=0, http_client=http_client
     )
 
 
-async def run_pydantic_ai(base_url: str, model: str, prompt: str, mode: Mode) -> AgentRun:
-    """pydantic-ai's ``Agent`` with both tools, run once (``run`` or ``run_stream``)."""
+async def run_pydantic_ai(
+    base_url: str, model: str, prompt: str, mode: Mode, *, request_limit: int = 8
+) -> AgentRun:
+    """pydantic-ai's ``Agent`` with both tools, run once (``run`` or ``run_stream``).
+
+    ``request_limit`` is pydantic-ai's own ``UsageLimits(request_limit=...)``.
+    """
     from pydantic_ai import Agent
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
     from pydantic_ai.settings import ModelSettings
+    from pydantic_ai.usage import UsageLimits
 
     client = _openai_client(base_url)
     tools = Toolbox()
@@ -158,11 +162,12 @@ async def run_pydantic_ai(base_url: str, model: str, prompt: str, mode: Mode) ->
         tools=[tools.get_weather, tools.get_time],
         retries=0,
     )
+    limits = UsageLimits(request_limit=request_limit)
     try:
         if mode == "run":
-            output = (await agent.run(prompt)).output
+            output = (await agent.run(prompt, usage_limits=limits)).output
         else:
-            async with agent.run_stream(prompt) as result:
+            async with agent.run_stream(prompt, usage_limits=limits) as result:
                 output = await result.get_output()
     except Exception as error:  # the run's end, whatever it is, is the measurement
         return AgentRun(
