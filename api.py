@@ -20,7 +20,13 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
 from .adapters.history import HistoryFormat, HistoryProblem
-from .adapters.registry import check_max_tokens, history_format, open_mapper, read_request
+from .adapters.registry import (
+    adapt_messages,
+    check_max_tokens,
+    history_format,
+    open_mapper,
+    read_request,
+)
 from .core.errors import ConfigurationError
 from .core.events import Event, StopCondition
 from .core.mapper import MapperSettings, ProviderMapper
@@ -342,6 +348,18 @@ class Pipeline:
     def next_messages(self, turn: Turn, results: Sequence[ToolResult]) -> list[dict[str, Any]]:
         """The messages to append after ``turn``: the assistant message, then every result."""
         return next_messages(turn, results, self._provider)
+
+    def adapt_messages(self, messages: Sequence[Any]) -> list[Any]:
+        """``messages`` rewritten into the form this provider's server accepts (a new list).
+
+        What the openai SDK hands back (an assistant ``content: null`` next to tool calls,
+        ``role: tool`` results) becomes what the server's profile needs: for ``llama-cpp``,
+        ``""`` and user messages naming the call, as :meth:`next_messages` writes them. The
+        proxy and the transport do the same on the way in (``docs/providers.md``); a loop of
+        your own calls this before each request. Messages that need nothing are passed as
+        they are; the input is not modified.
+        """
+        return adapt_messages(self._provider, messages)
 
     def check_history(self, messages: Sequence[Mapping[str, Any]]) -> list[HistoryProblem]:
         """Every way ``messages`` is not well formed for this provider (empty: it is)."""

@@ -11,7 +11,8 @@ when one of its names is first used (the healing transport asks for every format
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import msgspec
 
@@ -20,10 +21,12 @@ from ..core.mapper import MapperSettings, ProviderMapper
 from ..core.request import RequestFacts
 from ..core.wire import HealSettings, WireFormat
 from .history import HistoryFormat
+from .openai_chat import adapt as openai_chat_adapt
 from .openai_chat.profiles import CHAT_PROFILES
 from .provider import Provider
 
 __all__ = [
+    "adapt_messages",
     "chat_provider_names",
     "check_max_tokens",
     "heal_formats",
@@ -79,6 +82,17 @@ def open_mapper(name: str, settings: MapperSettings | None = None) -> ProviderMa
 def history_format(name: str) -> HistoryFormat:
     """The history format (assistant turn, tool results, check) of provider ``name``."""
     return provider(name).history
+
+
+def adapt_messages(name: str, messages: Sequence[Any]) -> list[Any]:
+    """``messages`` in the form provider ``name``'s server accepts (a copy; see
+    :mod:`toolwire.adapters.openai_chat.adapt`). Only Chat Completions profiles adapt; every
+    other provider's messages come back as they are."""
+    provider(name)  # checks the name
+    profile = CHAT_PROFILES.get(name)
+    if profile is None:
+        return list(messages)
+    return openai_chat_adapt.adapt_messages(messages, profile)[0]
 
 
 def read_request(name: str, body: object) -> RequestFacts:

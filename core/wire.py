@@ -77,14 +77,24 @@ class HealPlan(msgspec.Struct, frozen=True, kw_only=True):
     """How one client request is sent upstream.
 
     ``body`` is what goes upstream, decoded; ``content`` its bytes when they differ from the
-    client's (``None``: the client's bytes go up unchanged). ``client_wants_usage``: the client
-    asked for the usage chunk itself (``stream_options.include_usage``).
+    client's (``None``: the client's bytes go up unchanged). ``streaming``: the client asked
+    for a stream. ``client_wants_usage``: the client asked for the usage chunk itself
+    (``stream_options.include_usage``).
+
+    ``adapted`` counts what was rewritten so that the server accepts the request (kind ->
+    count; empty: nothing). ``whole_upstream``: the client streams, but the server cannot
+    stream this request, so ``body`` asks for a whole response and the healing streams it.
+    ``heal``: ``False`` for a request that is only adapted (no tools to judge): its response
+    passes through untouched.
     """
 
     body: dict[str, Any]
     content: bytes | None
     streaming: bool
     client_wants_usage: bool
+    adapted: dict[str, int] = msgspec.field(default_factory=dict)
+    whole_upstream: bool = False
+    heal: bool = True
 
 
 class HealEncoder(Protocol):

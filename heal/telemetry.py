@@ -1,4 +1,4 @@
-"""OpenTelemetry for healing: a span per healed call and per retry, and three counters.
+"""OpenTelemetry for healing: a span per healed call and per retry, and four counters.
 
 An exchange in which nothing was rejected costs one counter add per call and no span. Once a
 call is rejected, the exchange gets one ``toolwire.heal`` span (INTERNAL), and under it:
@@ -18,7 +18,10 @@ Counters (every attribute from a closed vocabulary or bounded, as in
 ``toolwire.heal.outcome`` (``passed_through``: accepted in the first response; ``healed``:
 accepted in a retry's response; ``failed``: rejected, and no valid call took its place),
 ``toolwire.heal.retries`` by cause, and ``toolwire.heal.retry.tokens`` by ``gen_ai.token.type``
-(the usage retries added). The ``toolwire.turn`` span and metrics of each response, retries
+(the usage retries added), and ``toolwire.heal.adapted`` by ``toolwire.heal.adaptation``
+(requests rewritten into the form the server accepts: ``assistant_content``,
+``tool_result_role``, ``stream``; the heal span, when there is one, carries the counts as
+``toolwire.heal.adapted.<kind>``). The ``toolwire.turn`` span and metrics of each response, retries
 included, come from the pipeline as usual.
 
 Providers are parameters (the global ones by default), never set globally; spans are started
@@ -32,6 +35,7 @@ reaches the exchange. Content (toolwire's message to the model) is exported only
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry import metrics, trace
@@ -72,7 +76,7 @@ def _report(site: str) -> None:
 class HealInstruments:
     """The heal counters of one meter provider (created once per provider)."""
 
-    __slots__ = ("_calls", "_retries", "_tokens", "_tools")
+    __slots__ = ("_adapted", "_calls", "_retries", "_tokens", "_tools")
 
     def __init__(self, meter: metrics.Meter) -> None:
         self._calls = meter.create_counter(
@@ -91,6 +95,12 @@ class HealInstruments:
             unit="{token}",
             description="Tokens the retries added, by gen_ai.token.type (input, output).",
         )
+        self._adapted = meter.create_counter(
+            "toolwire.heal.adapted",
+            unit="{request}",
+            description="Requests whose history or shape was adapted to what the server "
+            "accepts, by toolwire.heal.adaptation (assistant_content, tool_result_role, stream).",
+        )
         #: The tool names reported, bounded as the pipeline's are.
         self._tools = BoundedValues(MAX_DISTINCT_VALUES)
 
@@ -104,6 +114,10 @@ class HealInstruments:
                 "gen_ai.provider.name": provider,
             },
         )
+
+    def record_adapted(self, kind: str, *, provider: str) -> None:
+        """Count one request adapted in the way ``kind`` says."""
+        self._adapted.add(1, {"toolwire.heal.adaptation": kind, "gen_ai.provider.name": provider})
 
     def record_retry(self, cause: str, *, provider: str) -> None:
         """Count one retry request."""
@@ -147,8 +161,21 @@ class HealTelemetry:
             content_cap=content_cap,
         )
 
-    def start(self, provider: str) -> HealObserver:
-        """The observer of one exchange with ``provider`` (a ``gen_ai.provider.name``)."""
+    def count_adapted(self, provider: str, adapted: Mapping[str, int]) -> None:
+        """Count one request to ``provider`` adapted by kind (``HealPlan.adapted``)."""
+        try:
+            instruments = _HEAL_INSTRUMENTS.get(self.telemetry.meter_provider, __version__)
+            for kind in sorted(adapted):
+                instruments.record_adapted(kind, provider=provider)
+        except Exception:
+            _report("adapted")
+
+    def start(self, provider: str, *, adapted: Mapping[str, int] | None = None) -> HealObserver:
+        """The observer of one exchange with ``provider`` (a ``gen_ai.provider.name``).
+
+        ``adapted`` (kind -> count, ``HealPlan.adapted``) goes on the exchange's span as
+        ``toolwire.heal.adapted.<kind>`` attributes.
+        """
         settings = self.telemetry
         try:
             tracer = trace.get_tracer("toolwire", __version__, settings.tracer_provider)
@@ -164,6 +191,7 @@ class HealTelemetry:
             capture=capture,
             redact=settings.redact,
             content_cap=settings.content_cap,
+            adapted=adapted,
         )
 
 
@@ -172,6 +200,7 @@ class HealRun:
 
     __slots__ = (
         "_accepted",
+        "_adapted",
         "_capture",
         "_content_cap",
         "_exchange",
@@ -194,8 +223,10 @@ class HealRun:
         capture: bool = False,
         redact: Redactor | None = None,
         content_cap: int = DEFAULT_CONTENT_CAP,
+        adapted: Mapping[str, int] | None = None,
     ) -> None:
         self._tracer = tracer
+        self._adapted = dict(adapted or {})
         self._instruments = instruments
         self._provider = provider
         self._capture = capture
@@ -329,7 +360,10 @@ class HealRun:
             self._exchange = self._tracer.start_span(
                 "toolwire.heal",
                 kind=SpanKind.INTERNAL,
-                attributes={"gen_ai.provider.name": self._provider},
+                attributes={
+                    "gen_ai.provider.name": self._provider,
+                    **{f"toolwire.heal.adapted.{k}": n for k, n in self._adapted.items()},
+                },
             )
         return trace.set_span_in_context(self._exchange)
 

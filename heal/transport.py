@@ -13,8 +13,11 @@ The I/O contract:
 
 - The request goes upstream as the client wrote it, headers (``Authorization`` included) and
   body, except ``stream_options.include_usage`` on a streamed request that did not ask for
-  usage (the Chat format's ``plan_request``). Retries go to the same URL with the
+  usage, and what the server's profile needs adapted (the Chat format's ``plan_request``;
+  the response then carries ``x-toolwire-adapted``). Retries go to the same URL with the
   same headers. Nothing here logs a header or a body.
+- A streamed request the server cannot stream (``plan.whole_upstream``) is asked whole; the
+  judged answer is streamed to the client once the whole answer is in.
 - An error status from upstream reaches the client unchanged: status, headers, body. (A
   retry's error status, on a streamed response whose 200 is already sent, becomes an in-band
   error; on a non-streamed one it is the response.)
@@ -51,7 +54,7 @@ from ..stages.telemetry.observer import Redactor
 from .session import HealSession
 from .telemetry import HealTelemetry
 
-__all__ = ["HealingTransport"]
+__all__ = ["ADAPTED_HEADER", "HealingTransport"]
 
 _encode = msgspec.json.Encoder().encode
 #: Headers that describe the upstream's bytes, not the body the client receives.
@@ -62,6 +65,9 @@ _ERROR_BODY_CAP = 64 * 1024
 #: a call toolwire will not pass on (502 Bad Gateway), sent with ``x-should-retry: false`` so
 #: that the openai SDK raises at once instead of sending the whole request again.
 FAILED_STATUS = 502
+#: The response header that says what was adapted so that the server accepts the request
+#: (``assistant_content=1, tool_result_role=2, stream=1``; see each format's ``plan_request``).
+ADAPTED_HEADER = "x-toolwire-adapted"
 
 
 class HealingTransport(httpx.AsyncBaseTransport):
@@ -168,12 +174,25 @@ class HealingTransport(httpx.AsyncBaseTransport):
         plan = wire.plan_request(await request.aread())
         if plan is None:
             return await self._wrapped.handle_async_request(request)
+        if not plan.adapted:
+            return await self._send_planned(request, wire, plan)
+        self._telemetry.count_adapted(provider_entry(wire.provider).gen_ai_name, plan.adapted)
+        response = await self._send_planned(request, wire, plan)
+        response.headers[ADAPTED_HEADER] = ", ".join(
+            f"{kind}={count}" for kind, count in sorted(plan.adapted.items())
+        )
+        return response
+
+    async def _send_planned(
+        self, request: httpx.Request, wire: WireFormat, plan: HealPlan
+    ) -> httpx.Response:
         upstream = request if plan.content is None else _with_content(request, plan.content)
         response = await self._wrapped.handle_async_request(upstream)
-        if not 200 <= response.status_code < 300:
+        if not 200 <= response.status_code < 300 or not plan.heal:
             return response
         if plan.streaming:
-            run = _HealedStream(self, request, wire, self._session(wire, plan), response)
+            session = self._session(wire, plan)
+            run = _HealedStream(self, request, wire, session, response, whole=plan.whole_upstream)
             return httpx.Response(
                 response.status_code,
                 headers=[
@@ -196,7 +215,9 @@ class HealingTransport(httpx.AsyncBaseTransport):
             encoder=wire.encoder(plan),
             max_retries=self._max_retries,
             max_tokens_ceiling=self._ceiling,
-            observer=self._telemetry.start(provider_entry(wire.provider).gen_ai_name),
+            observer=self._telemetry.start(
+                provider_entry(wire.provider).gen_ai_name, adapted=plan.adapted
+            ),
         )
 
     async def send_retry(self, request: httpx.Request, body: dict[str, Any]) -> httpx.Response:
@@ -283,8 +304,11 @@ class _HealedStream(httpx.AsyncByteStream):
         wire: WireFormat,
         session: HealSession,
         response: httpx.Response,
+        *,
+        whole: bool = False,
     ) -> None:
         self._transport = transport
+        self._whole = whole
         self._request = request
         self._wire = wire
         self._session = session
@@ -309,6 +333,12 @@ class _HealedStream(httpx.AsyncByteStream):
             while True:
                 # The response itself: the runner reads it and closes it on every path.
                 source: Any = self._current
+                if self._whole:
+                    # The server cannot stream this request: its whole answer, as a stream (a
+                    # body that is no completion goes to the runner as is: an in-band error).
+                    content = await self._current.aread()
+                    read = self._wire.read_body(content)
+                    source = content if read is None else self._wire.body_as_stream(read)
                 events = pipeline.stream(source, request=session.body)
                 try:
                     async for event in events:

@@ -5,13 +5,17 @@
 name is registered with its own :class:`ChatWireFormat`.
 
 - :func:`plan_request` decides whether a client's request is healed at all and what goes
-  upstream. A request is healed when it is a JSON object with a ``messages`` list, offers
-  ``tools``, and asks for one choice. Anything else (no tools, the legacy ``functions``, ``n``
-  above 1, a body that is not JSON) passes upstream untouched: there is no call to judge, or a
-  response toolwire would not write back faithfully. A streamed request gets
-  ``stream_options.include_usage`` (usage is evidence of the token limit, and what a retry
-  costs); nothing else of the body changes, and a body that already asks for usage goes up byte
-  for byte.
+  upstream. First the body is adapted to the server's profile
+  (:mod:`toolwire.adapters.openai_chat.adapt`: for llama-cpp-python, ``content: null`` becomes
+  ``""``, ``role: tool`` results become user messages, and a streamed ``tool_choice: "auto"``
+  request is asked whole and streamed back by the healing); a request that needed adapting but
+  is not healed goes up adapted, its response untouched. A request is healed when it is a
+  JSON object with a ``messages`` list, offers ``tools``, and asks for one choice. Anything
+  else (no tools, the legacy ``functions``, ``n`` above 1, a body that is not JSON) is not
+  healed: there is no call to judge, or a response toolwire would not write back faithfully.
+  A streamed request gets ``stream_options.include_usage`` (usage is evidence of the token
+  limit, and what a retry costs); nothing else of the body changes, and a body that already
+  asks for usage, with nothing to adapt, goes up byte for byte.
 - The follow-up that asks again is the kit's
   :func:`~toolwire.adapters.encoding.follow_up_body`: the previous request's body (same model,
   tools, ``tool_choice``, everything), plus the assistant turn replayed safely and one result
@@ -35,37 +39,74 @@ from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object, sse_frame
 from . import completion
+from .adapt import adapt_body
 from .encoder import ChatChunkEncoder
+from .profiles import CHAT_PROFILES, ServerProfile
 from .request import LIMIT_KEYS
 
 __all__ = ["CHAT", "ChatWireFormat", "open_chat_format", "plan_request"]
 
 _encode = msgspec.json.Encoder().encode
+#: The profile of a server that takes what OpenAI documents: nothing to adapt.
+OPENAI = CHAT_PROFILES["openai-chat"]
 
 
-def plan_request(content: bytes) -> HealPlan | None:
-    """The plan for a client's request body, or ``None`` to pass it upstream untouched."""
-    body = json_object(content)
-    if body is None or not isinstance(body.get("messages"), list):
+def plan_request(content: bytes, profile: ServerProfile = OPENAI) -> HealPlan | None:
+    """The plan for a client's request body, or ``None`` to pass it upstream untouched.
+
+    The body is first adapted to ``profile``'s server (:func:`~.adapt.adapt_body`); a request
+    that is not healed but was adapted gets a plan with ``heal=False``.
+    """
+    client = json_object(content)
+    if client is None or not isinstance(client.get("messages"), list):
         return None
-    tools = body.get("tools")
-    if not isinstance(tools, list) or not tools:
-        return None
-    if body.get("n") not in (None, 1):
-        return None
+    tools = client.get("tools")
+    healed = isinstance(tools, list) and bool(tools) and client.get("n") in (None, 1)
+    # Only a healed request can be asked whole and streamed back: the healing re-encodes.
+    adapted, counts = adapt_body(client, profile, stream=healed)
+    body = dict(adapted) if counts else client
+    if not healed:
+        if not counts:
+            return None
+        return HealPlan(
+            body=body,
+            content=_encode(body),
+            streaming=client.get("stream") is True,
+            client_wants_usage=True,
+            adapted=dict(counts),
+            heal=False,
+        )
+    options = client.get("stream_options")
+    asked_usage = isinstance(options, dict) and options.get("include_usage") is True
+    if "stream" in counts:
+        return HealPlan(
+            body=body,
+            content=_encode(body),
+            streaming=True,
+            client_wants_usage=asked_usage,
+            adapted=dict(counts),
+            whole_upstream=True,
+        )
     streaming = body.get("stream") is True
-    if not streaming:
-        return HealPlan(body=body, content=None, streaming=False, client_wants_usage=True)
-    options = body.get("stream_options")
-    if isinstance(options, dict) and options.get("include_usage") is True:
-        return HealPlan(body=body, content=None, streaming=True, client_wants_usage=True)
+    if not streaming or asked_usage:
+        return HealPlan(
+            body=body,
+            content=_encode(body) if counts else None,
+            streaming=streaming,
+            client_wants_usage=True,
+            adapted=dict(counts),
+        )
     upstream = dict(body)
     upstream["stream_options"] = {
         **(options if isinstance(options, dict) else {}),
         "include_usage": True,
     }
     return HealPlan(
-        body=upstream, content=_encode(upstream), streaming=True, client_wants_usage=False
+        body=upstream,
+        content=_encode(upstream),
+        streaming=True,
+        client_wants_usage=False,
+        adapted=dict(counts),
     )
 
 
@@ -87,8 +128,8 @@ class ChatWireFormat:
         self.reasoning_field = reasoning_field
 
     def plan_request(self, content: bytes) -> HealPlan | None:
-        """See :func:`plan_request`."""
-        return plan_request(content)
+        """See :func:`plan_request` (with this provider's server profile)."""
+        return plan_request(content, CHAT_PROFILES[self.provider])
 
     def encoder(self, plan: HealPlan) -> ChatChunkEncoder:
         """A chunk encoder that sends usage only when the client asked for it."""

@@ -10,6 +10,7 @@ import msgspec
 from ...core.results import ToolResult
 from ...core.turn import Turn
 from ..history import HistoryProblem, replay_arguments
+from .adapt import result_text
 from .profiles import ToolResultRole
 
 __all__ = ["OpenAIChatHistory"]
@@ -224,4 +225,4 @@ def _call_id_of(message: Mapping[str, Any]) -> str | None:
 
 def user_result_text(result: ToolResult) -> str:
     """The text of a result sent as a user message: which call it answers, then the result."""
-    return f"Result of tool call `{result.name}` (id {result.call_id}):\n{result.content}"
+    return result_text(result.name, result.call_id, result.content)

@@ -30,8 +30,11 @@ class ServerProfile(msgspec.Struct, frozen=True, kw_only=True):
     #: ``llama-cpp-python/*_cut_*.real.sse`` recordings.
     hides_length_finish: bool = False
     #: What an assistant turn with tool calls and no text sends as ``content``. OpenAI
-    #: documents ``null``; llama-cpp-python answers HTTP 500 to ``null`` (its chat template
-    #: takes the ``length`` of the content) and accepts ``""``.
+    #: documents ``null``; llama-cpp-python answers HTTP 500 to ``null`` (its request
+    #: validation types assistant ``content`` as a string: ``Input should be a valid string``)
+    #: and accepts ``""``. When set, a client's history is adapted the same way on the way in
+    #: (:mod:`toolwire.adapters.openai_chat.adapt`): an assistant ``content`` that is ``null``,
+    #: or missing next to tool calls, becomes this.
     empty_assistant_content: str | None = None
     #: How tool results are sent so that the model reads them. ``tool``: one ``role: tool``
     #: message per result, as OpenAI documents. ``user``: one ``role: user`` message per result,
@@ -40,14 +43,21 @@ class ServerProfile(msgspec.Struct, frozen=True, kw_only=True):
     #: history check reads. llama-cpp-python's ``chatml-function-calling`` template renders a
     #: ``role: tool`` message as a bare ``<|im_start|>tool`` line with no content and no end
     #: marker (seen in the prompt the server prints with ``--verbose true``), so a result or a
-    #: rejection sent that way never reaches the model.
+    #: rejection sent that way never reaches the model. With ``user``, a client's ``role: tool``
+    #: messages are rewritten the same way on the way in.
     tool_result_role: ToolResultRole = "tool"
     #: Tool calls stream only when ``tool_choice`` names a function. llama-cpp-python with
     #: ``--chat_format chatml-function-calling`` answers a streamed ``tool_choice: "auto"``
     #: request whose model picks a tool with HTTP 200 and an empty body (its handler raises
     #: "Automatic streaming tool choice is not supported" after the headers are sent), and
-    #: refuses ``"required"``. The empty-body error then says so.
+    #: refuses ``"required"``. The empty-body error then says so, and the healing asks a
+    #: streamed ``"auto"`` request non-streamed and streams the judged answer to the client.
     streams_tool_calls_only_when_forced: bool = False
+    #: Assistant-message keys the server refuses as ``null``; a client's history drops them
+    #: on the way in (``null`` tells the model nothing). The openai SDK's streaming helper
+    #: sends ``function_call: null`` back, and llama-cpp-python answers HTTP 500 (``Input
+    #: should be a valid dictionary``: its validation types it as an object when present).
+    null_keys_refused: tuple[str, ...] = ()
 
 
 #: provider name -> profile, for every name that reads Chat Completions streams.
@@ -62,6 +72,7 @@ CHAT_PROFILES: dict[str, ServerProfile] = {
         empty_assistant_content="",
         tool_result_role="user",
         streams_tool_calls_only_when_forced=True,
+        null_keys_refused=("function_call",),
     ),
     "llama-server": ServerProfile(gen_ai_name="llama.cpp"),
     "vllm": ServerProfile(gen_ai_name="vllm"),

@@ -179,15 +179,23 @@ class _CountingTransport(httpx.AsyncBaseTransport):
 
 
 @asynccontextmanager
-async def _proxy(
-    upstream: str, provider: str, *, heal: bool, max_retries: int
+async def proxy_app(
+    upstream: str,
+    provider: str,
+    *,
+    heal: bool,
+    max_retries: int,
+    wrapped: httpx.AsyncBaseTransport | None = None,
 ) -> AsyncIterator[tuple[str, _CountingTransport]]:
-    """``toolwire serve`` in this process, on a free loopback port, for the block."""
+    """``toolwire serve`` in this process, on a free loopback port, for the block.
+
+    ``wrapped`` sends the proxy's requests upstream (a plain HTTP transport by default).
+    """
     import uvicorn
 
     from ...serve import ServeSettings, create_app
 
-    counting = _CountingTransport(httpx.AsyncHTTPTransport())
+    counting = _CountingTransport(wrapped or httpx.AsyncHTTPTransport())
     settings = ServeSettings(
         upstream=upstream.rstrip("/"), provider=provider, heal=heal, max_retries=max_retries
     )
@@ -364,7 +372,7 @@ async def compare_healing(
     """The suite through the proxy with healing off, then on (see the module docstring)."""
     modes: dict[bool, ModeResult] = {}
     for heal in (False, True):
-        async with _proxy(upstream, provider, heal=heal, max_retries=max_retries) as (
+        async with proxy_app(upstream, provider, heal=heal, max_retries=max_retries) as (
             base_url,
             counting,
         ):
