@@ -11,6 +11,7 @@ write and read any built-in event as JSON, for recordings and logs.
 
 from .core.events import LIMIT_EVIDENCE as LIMIT_EVIDENCE
 from .core.events import ArgumentsForm as ArgumentsForm
+from .core.events import CallOrigin as CallOrigin
 from .core.events import ClosedBy as ClosedBy
 from .core.events import CutBy as CutBy
 from .core.events import CutFacts as CutFacts
@@ -18,6 +19,7 @@ from .core.events import Damage as Damage
 from .core.events import Event as Event
 from .core.events import Finish as Finish
 from .core.events import JudgedCallEvent as JudgedCallEvent
+from .core.events import OriginalText as OriginalText
 from .core.events import ProviderContent as ProviderContent
 from .core.events import ProviderError as ProviderError
 from .core.events import ProviderErrorKind as ProviderErrorKind
@@ -42,6 +44,7 @@ from .core.events import encode_event as encode_event
 __all__ = [
     "LIMIT_EVIDENCE",
     "ArgumentsForm",
+    "CallOrigin",
     "ClosedBy",
     "CutBy",
     "CutFacts",
@@ -49,6 +52,7 @@ __all__ = [
     "Event",
     "Finish",
     "JudgedCallEvent",
+    "OriginalText",
     "ProviderContent",
     "ProviderError",
     "ProviderErrorKind",

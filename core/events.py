@@ -34,6 +34,7 @@ from .verdict import Verdict
 __all__ = [
     "LIMIT_EVIDENCE",
     "ArgumentsForm",
+    "CallOrigin",
     "ClosedBy",
     "CutBy",
     "CutFacts",
@@ -41,6 +42,7 @@ __all__ = [
     "Event",
     "Finish",
     "JudgedCallEvent",
+    "OriginalText",
     "ProviderContent",
     "ProviderError",
     "ProviderErrorKind",
@@ -123,6 +125,10 @@ Damage = Literal["lost_fragment", "too_large"]
 #: The structural signal that closed a tool call.
 ClosedBy = Literal["next_call", "call_end", "finish", "end_of_stream"]
 
+#: Where a call came from: the server's structured tool calls, or the model's own markup left
+#: in the text and read by toolwire (``stages/text_calls``, ``docs/text-calls.md``).
+CallOrigin = Literal["structured", "text"]
+
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc=False):
     """Base of every event; never instantiated itself."""
@@ -154,6 +160,16 @@ class TextDelta(Event, frozen=True, tag="text.delta"):
     text: str
 
 
+class OriginalText(Event, frozen=True, tag="text.original"):
+    """The turn's text as the server sent it, when calls were read out of it.
+
+    Sent once, before ``Finish``, only when the markup of recovered calls was taken out of the
+    visible text (``TextDelta`` pieces): ``Turn.raw_text`` keeps it.
+    """
+
+    text: str
+
+
 class ReasoningDelta(Event, frozen=True, tag="reasoning.delta"):
     """A piece of reasoning / thinking text (``reasoning_content``, thinking blocks...)."""
 
@@ -171,6 +187,9 @@ class ToolCallStarted(Event, frozen=True, tag="tool_call.started"):
     #: The provider's id, when toolwire had to give this call another one: a second call of the
     #: turn carried an id already used (``call_id`` is then ``<id>~2``, ``<id>~3``...).
     provider_id: str | None = None
+    #: ``text``: read from the model's own markup in the text (``text_family`` names it).
+    origin: CallOrigin = "structured"
+    text_family: str | None = None
 
 
 class ToolCallArgumentsDelta(Event, frozen=True, tag="tool_call.arguments_delta"):
@@ -209,6 +228,9 @@ class ToolCallComplete(Event, frozen=True, tag="tool_call.complete"):
     #: Characters received, when it differs from ``len(arguments_raw)`` (``too_large``).
     arguments_length: int | None = None
     provider_id: str | None = None
+    #: ``text``: read from the model's own markup in the text (``text_family`` names it).
+    origin: CallOrigin = "structured"
+    text_family: str | None = None
 
 
 class Usage(Event, frozen=True, tag="usage"):
@@ -345,6 +367,7 @@ AnyEvent = (
     | ToolCallRejected
     | TurnStopped
     | ProviderContent
+    | OriginalText
 )
 
 _encoder = msgspec.json.Encoder()

@@ -13,9 +13,11 @@ from typing import Any
 import msgspec
 
 from .events import (
+    CallOrigin,
     CutBy,
     Event,
     Finish,
+    OriginalText,
     ProviderContent,
     ProviderError,
     ReasoningDelta,
@@ -55,6 +57,10 @@ class CallRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     #: The provider's id when toolwire gave this call another (a repeated id; see
     #: :mod:`toolwire.core.accumulate`). ``call_id`` is what history replays and answers.
     provider_id: str | None = None
+    #: ``text`` when the call was read from the model's markup in the text; ``text_family``
+    #: names the family (``docs/text-calls.md``).
+    origin: CallOrigin = "structured"
+    text_family: str | None = None
 
     @property
     def id(self) -> str:
@@ -84,6 +90,8 @@ class CallRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             truncated=call.truncated or (verdict is not None and verdict.truncated),
             id_synthesized=call.id_synthesized,
             provider_id=call.provider_id,
+            origin=call.origin,
+            text_family=call.text_family,
         )
 
 
@@ -111,6 +119,9 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     stopped_by: tuple[StopCondition, ...] = ()
     #: The provider's own record of the turn, for history replay (see ``ProviderContent``).
     provider_content: tuple[Any, ...] = ()
+    #: The text as the server sent it, when calls were read out of it (``text`` is then that
+    #: text without their markup); ``None`` when ``text`` is what the server sent.
+    raw_text: str | None = None
 
     @property
     def stopped(self) -> bool:
@@ -137,6 +148,7 @@ class TurnBuilder:
         "_errors",
         "_finish",
         "_info",
+        "_raw_text",
         "_reasoning",
         "_stopped_by",
         "_text",
@@ -159,6 +171,7 @@ class TurnBuilder:
         self._usage_event: Usage | None = None
         self._info: ResponseInfo | None = None
         self._content: tuple[Any, ...] = ()
+        self._raw_text: str | None = None
 
     def add(self, event: Event) -> None:
         """Take one event (a dict lookup on its type; events it does not know are ignored)."""
@@ -209,6 +222,9 @@ class TurnBuilder:
     def _provider_content(self, event: ProviderContent) -> None:
         self._content = event.items
 
+    def _original_text(self, event: OriginalText) -> None:
+        self._raw_text = event.text
+
     def build(self) -> Turn:
         """The turn so far (normally called after ``StreamEnd``)."""
         finish = self._finish
@@ -230,6 +246,7 @@ class TurnBuilder:
             stop_on=self.stop_on,
             stopped_by=self._stopped_by,
             provider_content=self._content,
+            raw_text=self._raw_text,
         )
 
 
@@ -250,4 +267,5 @@ _HANDLERS: dict[type[Event], Callable[[TurnBuilder, Any], None]] = {
     ResponseInfo: TurnBuilder._info_event,
     TurnStopped: TurnBuilder._stopped,
     ProviderContent: TurnBuilder._provider_content,
+    OriginalText: TurnBuilder._original_text,
 }

@@ -1,0 +1,283 @@
+"""The text-call stage: calls the server left in the text become the same events as
+structured calls, and their markup leaves the visible text.
+
+Per turn: recovery runs only while the server has delivered no structured call. The first
+``ToolCallStarted`` from the server ends it for the turn (hosted gpt-5.4 leaked harmony text
+*and* sent the call, livekit#1632: reading both would run it twice); text held until then is
+released as it was. Recovered calls are emitted just before ``Finish``, once the whole text is
+known, so a later structured call can still cancel them; each becomes ``ToolCallStarted``, one
+``ToolCallArgumentsDelta`` and ``ToolCallComplete`` with ``origin="text"`` and its family, and
+the judge judges it like any call.
+
+Streaming: ordinary text passes at once (a delta with no character that can start a marker is
+passed through untouched, the fast path); text that may open a call is held until the readers
+can tell. A held stretch is read again each time it has doubled (and at the end), so hostile
+text costs linear time; ordinary text behind an opener that turns out to be none is released
+at that next reading. Reasoning text (``reasoning_content``) is never read: calls drafted
+there are drafts.
+
+A cut call (its markup or arguments stop at the end of the output) is ``truncated`` with the
+turn's cut evidence and never runs; when the ``Finish`` said nothing was cut, the stage adds
+``arguments_unterminated`` with ``cut_by="unknown"``, as the adapters do for a structured
+call. When calls were recovered from a turn the server ended with ``stop``, the stop reason
+becomes ``tool_calls`` (the raw value is kept), as for servers that say ``stop`` after calls.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from ...core.events import (
+    CutBy,
+    CutFacts,
+    Event,
+    Finish,
+    OriginalText,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallComplete,
+    ToolCallStarted,
+    Usage,
+)
+from ...core.stage import EventStep, SyncStage
+from ...judge import Toolset
+from ._reading import Found, ReadContext, TextCallReader
+from ._scanner import FENCE, TEXT, ReaderTable, ScanState, scan
+from .registry import readers_for
+
+__all__ = ["TextCallStage"]
+
+#: Below this many held characters the held text is read again at every delta.
+_EAGER_LIMIT = 256
+_LIMIT_CUTS: frozenset[CutBy] = frozenset({"token_limit", "disconnected", "error"})
+
+
+class TextCallStage(SyncStage):
+    """Read calls left in the text by the families given (``None``: every registered one).
+
+    ``tools``: the tools offered (only their names count; their schemas type XML and GLM
+    values). With no tools, nothing is recovered. ``max_tokens`` and ``stop_sequences`` are
+    the request's, for the message of a cut call.
+    """
+
+    def __init__(
+        self,
+        families: Iterable[str | TextCallReader] | None = None,
+        tools: Sequence[Any] | Toolset | None = None,
+        *,
+        max_tokens: int | None = None,
+        stop_sequences: tuple[str, ...] | None = None,
+    ) -> None:
+        self.readers = readers_for(families)
+        self.table = ReaderTable(self.readers) if self.readers else None
+        self.toolset = tools if isinstance(tools, Toolset) or tools is None else Toolset(tools)
+        self.max_tokens = max_tokens
+        self.stop_sequences = stop_sequences
+        names = frozenset(self.toolset.names()) if self.toolset is not None else frozenset()
+        self.context = ReadContext(names, False, self._property_schemas)
+
+    def _property_schemas(self, tool: str) -> Mapping[str, Any]:
+        spec = self.toolset.get(tool) if self.toolset is not None else None
+        properties = spec.json_schema.get("properties") if spec is not None else None
+        return properties if isinstance(properties, Mapping) else {}
+
+    @property
+    def active(self) -> bool:
+        """Some family is read and some tool is offered: otherwise the stage is a no-op."""
+        return self.table is not None and bool(self.context.names)
+
+    def start(self) -> EventStep:
+        """The per-run state."""
+        return _TextCallStep(self)
+
+    def __repr__(self) -> str:
+        families = sorted({reader.family for reader in self.readers})
+        return f"TextCallStage({families!r})"
+
+
+class _TextCallStep:
+    __slots__ = (
+        "_blocks",
+        "_cancelled",
+        "_context",
+        "_first",
+        "_held",
+        "_next_read",
+        "_original",
+        "_output_tokens",
+        "_stage",
+        "_state",
+        "_structured",
+        "_table",
+    )
+
+    def __init__(self, stage: TextCallStage) -> None:
+        self._stage = stage
+        self._table = stage.table
+        self._context = stage.context
+        self._first = stage.table.first_chars if stage.table is not None else frozenset()
+        #: Text not decided yet (everything before it was emitted or is inside a block).
+        self._held = ""
+        self._next_read = 0
+        self._state = ScanState()
+        #: Blocks found so far, with the text (markup) they took out.
+        self._blocks: list[tuple[Found, str]] = []
+        #: Every piece of text, as sent (for ``OriginalText`` when a block was found).
+        self._original: list[str] = []
+        self._structured = 0
+        self._cancelled = not stage.active
+        self._output_tokens: int | None = None
+
+    def feed(self, event: Event) -> Iterable[Event]:
+        if type(event) is TextDelta:
+            self._original.append(event.text)
+            return (event,) if self._cancelled else self._text(event)
+        if type(event) is ToolCallStarted:
+            self._structured = max(self._structured, event.index + 1)
+            if not self._cancelled:
+                return [*self._cancel(), event]
+        elif type(event) is Usage:
+            if event.output_tokens is not None:
+                self._output_tokens = event.output_tokens
+        elif type(event) is Finish and not self._cancelled:
+            return self._close(event)
+        return (event,)
+
+    def finish(self) -> Iterable[Event]:
+        if self._cancelled:
+            return ()
+        return self._close(None)
+
+    # -- text ------------------------------------------------------------------------------
+
+    def _text(self, event: TextDelta) -> Iterable[Event]:
+        text = event.text
+        state = self._state
+        if (
+            not self._held
+            and (state.mode == FENCE or (state.mode == TEXT and not state.reply_pending))
+            and self._first.isdisjoint(text)
+        ):
+            if text:
+                self._state = msgspec.structs.replace(state, line_start=text[-1] == "\n")
+            return (event,)
+        held = self._held + text
+        self._held = held
+        if len(held) < self._next_read:
+            return ()
+        return self._read(final=False)
+
+    def _read(self, final: bool) -> list[Event]:
+        table = self._table
+        assert table is not None
+        held = self._held
+        scanned = scan(table, held, self._state, self._context.at_final(final))
+        out: list[Event] = []
+        position = 0
+        for block in scanned.blocks:
+            if block.start > position:
+                out.append(TextDelta(text=held[position : block.start]))
+            self._blocks.append((block, held[block.start : block.end]))
+            position = block.end
+        if scanned.decided > position:
+            out.append(TextDelta(text=held[position : scanned.decided]))
+        self._held = held[scanned.decided :]
+        self._state = scanned.state
+        rest = len(self._held)
+        self._next_read = 2 * rest if rest > _EAGER_LIMIT else 0
+        return out
+
+    def _cancel(self) -> list[Event]:
+        """A structured call came: the server parses calls; release everything as it was."""
+        self._cancelled = True
+        out: list[Event] = [TextDelta(text=markup) for _, markup in self._blocks]
+        if self._held:
+            out.append(TextDelta(text=self._held))
+        self._held = ""
+        self._blocks = []
+        return out
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def _close(self, finish: Finish | None) -> list[Event]:
+        out = self._read(final=True) if self._held or self._state.reply_pending else []
+        self._cancelled = True
+        blocks = self._blocks
+        if not blocks:
+            return [*out, finish] if finish is not None else out
+        self._blocks = []
+        calls = self._call_events(blocks, finish)
+        truncated_any = any(call.truncated for call in calls if isinstance(call, ToolCallComplete))
+        out.append(OriginalText(text="".join(self._original)))
+        out.extend(calls)
+        if finish is not None:
+            out.append(_finish_with_calls(finish, truncated_any))
+        return out
+
+    def _call_events(self, blocks: list[tuple[Found, str]], finish: Finish | None) -> list[Event]:
+        stage = self._stage
+        limit_cut = finish is not None and finish.truncated and finish.cut_by in _LIMIT_CUTS
+        cut_by: CutBy = (finish.cut_by if finish is not None else None) or "unknown"
+        facts = CutFacts(
+            finish_raw=finish.raw if finish is not None else None,
+            output_tokens=self._output_tokens,
+            max_tokens=stage.max_tokens,
+            stop_sequences=stage.stop_sequences,
+        )
+        prefix = f"toolwire-text-{secrets.token_hex(6)}-"
+        index = self._structured
+        events: list[Event] = []
+        last_block = blocks[-1][0]
+        for block, _ in blocks:
+            family = block.family or None
+            for position, call in enumerate(block.calls):
+                last = block is last_block and position == len(block.calls) - 1
+                # The limit (or a drop) cuts the call written last when nothing ended it.
+                cut = call.cut or (limit_cut and last and not block.closed)
+                call_id = f"{prefix}{index}"
+                events.append(
+                    ToolCallStarted(
+                        call_id=call_id,
+                        name=call.name,
+                        index=index,
+                        id_synthesized=True,
+                        origin="text",
+                        text_family=family,
+                    )
+                )
+                if call.arguments:
+                    events.append(
+                        ToolCallArgumentsDelta(call_id=call_id, index=index, delta=call.arguments)
+                    )
+                events.append(
+                    ToolCallComplete(
+                        call_id=call_id,
+                        name=call.name,
+                        index=index,
+                        arguments_raw=call.arguments,
+                        id_synthesized=True,
+                        closed_by="call_end" if block.closed else "finish",
+                        truncated=cut,
+                        cut_by=cut_by if cut else None,
+                        cut_facts=facts if cut else None,
+                        origin="text",
+                        text_family=family,
+                    )
+                )
+                index += 1
+        return events
+
+
+def _finish_with_calls(finish: Finish, truncated: bool) -> Finish:
+    changes: dict[str, Any] = {}
+    if finish.reason == "end_turn":
+        changes["reason"] = "tool_calls"
+    if truncated and not finish.truncated:
+        changes.update(
+            truncated=True, evidence=(*finish.evidence, "arguments_unterminated"), cut_by="unknown"
+        )
+    return msgspec.structs.replace(finish, **changes) if changes else finish
