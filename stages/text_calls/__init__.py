@@ -17,15 +17,25 @@ from .registry import register_text_call_reader as register_text_call_reader
 from .registry import text_call_families as text_call_families
 from .stage import TextCallStage as TextCallStage
 
+#: The names the lower tier (``toolwire.lowlevel``) gives them, where a short name would be vague.
+TEXT_CALL_NEED_MORE = NEED_MORE
+TextCallFound = Found
+TextCallSkip = Skip
+TextCallContext = ReadContext
+
 __all__ = [
     "BUILT_IN_READERS",
     "NEED_MORE",
+    "TEXT_CALL_NEED_MORE",
     "Found",
     "ReadContext",
     "ReadResult",
     "Skip",
     "TextCall",
+    "TextCallContext",
+    "TextCallFound",
     "TextCallReader",
+    "TextCallSkip",
     "TextCallStage",
     "readers_for",
     "register_text_call_reader",

@@ -73,12 +73,25 @@ class TextCallStage(SyncStage):
         stop_sequences: tuple[str, ...] | None = None,
     ) -> None:
         self.readers = readers_for(families)
-        self.table = ReaderTable(self.readers) if self.readers else None
+        self.table = _table_for(self.readers)
         self.toolset = tools if isinstance(tools, Toolset) or tools is None else Toolset(tools)
         self.max_tokens = max_tokens
         self.stop_sequences = stop_sequences
         names = frozenset(self.toolset.names()) if self.toolset is not None else frozenset()
         self.context = ReadContext(names, False, self._property_schemas)
+
+    def for_turn(
+        self,
+        tools: Sequence[Any] | Toolset | None,
+        *,
+        max_tokens: int | None = None,
+        stop_sequences: tuple[str, ...] | None = None,
+    ) -> TextCallStage:
+        """The same families (compiled once) with one turn's tools and request facts."""
+        stage = TextCallStage(
+            self.readers, tools, max_tokens=max_tokens, stop_sequences=stop_sequences
+        )
+        return stage
 
     def _property_schemas(self, tool: str) -> Mapping[str, Any]:
         spec = self.toolset.get(tool) if self.toolset is not None else None
@@ -99,6 +112,23 @@ class TextCallStage(SyncStage):
         return f"TextCallStage({families!r})"
 
 
+_TABLES: dict[tuple[int, ...], tuple[tuple[TextCallReader, ...], ReaderTable]] = {}
+
+
+def _table_for(readers: tuple[TextCallReader, ...]) -> ReaderTable | None:
+    """The compiled table of ``readers``, compiled once per set of reader objects."""
+    if not readers:
+        return None
+    key = tuple(id(reader) for reader in readers)
+    cached = _TABLES.get(key)
+    if cached is None or cached[0] != readers:
+        if len(_TABLES) > 64:
+            _TABLES.clear()
+        cached = (readers, ReaderTable(readers))
+        _TABLES[key] = cached
+    return cached[1]
+
+
 class _TextCallStep:
     __slots__ = (
         "_blocks",
@@ -109,6 +139,8 @@ class _TextCallStep:
         "_next_read",
         "_original",
         "_output_tokens",
+        "_pending",
+        "_pending_length",
         "_stage",
         "_state",
         "_structured",
@@ -122,6 +154,9 @@ class _TextCallStep:
         self._first = stage.table.first_chars if stage.table is not None else frozenset()
         #: Text not decided yet (everything before it was emitted or is inside a block).
         self._held = ""
+        #: Text received since the held text was last read (joined at the next reading).
+        self._pending: list[str] = []
+        self._pending_length = 0
         self._next_read = 0
         self._state = ScanState()
         #: Blocks found so far, with the text (markup) they took out.
@@ -159,22 +194,25 @@ class _TextCallStep:
         state = self._state
         if (
             not self._held
+            and not self._pending
             and (state.mode == FENCE or (state.mode == TEXT and not state.reply_pending))
             and self._first.isdisjoint(text)
         ):
             if text:
                 self._state = msgspec.structs.replace(state, line_start=text[-1] == "\n")
             return (event,)
-        held = self._held + text
-        self._held = held
-        if len(held) < self._next_read:
+        self._pending.append(text)
+        self._pending_length += len(text)
+        if self._pending_length + len(self._held) < self._next_read:
             return ()
         return self._read(final=False)
 
     def _read(self, final: bool) -> list[Event]:
         table = self._table
         assert table is not None
-        held = self._held
+        held = self._held + "".join(self._pending) if self._pending else self._held
+        self._pending.clear()
+        self._pending_length = 0
         scanned = scan(table, held, self._state, self._context.at_final(final))
         out: list[Event] = []
         position = 0
@@ -195,16 +233,19 @@ class _TextCallStep:
         """A structured call came: the server parses calls; release everything as it was."""
         self._cancelled = True
         out: list[Event] = [TextDelta(text=markup) for _, markup in self._blocks]
-        if self._held:
-            out.append(TextDelta(text=self._held))
+        held = self._held + "".join(self._pending)
+        if held:
+            out.append(TextDelta(text=held))
         self._held = ""
+        self._pending.clear()
         self._blocks = []
         return out
 
     # -- the end ---------------------------------------------------------------------------
 
     def _close(self, finish: Finish | None) -> list[Event]:
-        out = self._read(final=True) if self._held or self._state.reply_pending else []
+        pending = self._held or self._pending or self._state.reply_pending
+        out = self._read(final=True) if pending else []
         self._cancelled = True
         blocks = self._blocks
         if not blocks:
