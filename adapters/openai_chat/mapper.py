@@ -125,7 +125,7 @@ _DEFAULT_SETTINGS = MapperSettings()
 
 #: Said after "empty body" for a server that streams tool calls only when one is forced.
 FORCED_TOOL_HINT = (
-    '; this server sends an empty body when a streamed request with tool_choice "auto" picks '
+    "; this server sends an empty body when a streamed request with tool_choice \"auto\" picks "
     "a tool (llama-cpp-python): name the function in tool_choice"
 )
 
