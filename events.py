@@ -19,7 +19,6 @@ from .core.events import Damage as Damage
 from .core.events import Event as Event
 from .core.events import Finish as Finish
 from .core.events import JudgedCallEvent as JudgedCallEvent
-from .core.events import OriginalText as OriginalText
 from .core.events import ProviderContent as ProviderContent
 from .core.events import ProviderError as ProviderError
 from .core.events import ProviderErrorKind as ProviderErrorKind
@@ -28,6 +27,7 @@ from .core.events import ResponseInfo as ResponseInfo
 from .core.events import StopCondition as StopCondition
 from .core.events import StopReason as StopReason
 from .core.events import StreamEnd as StreamEnd
+from .core.events import TextCallMarkup as TextCallMarkup
 from .core.events import TextDelta as TextDelta
 from .core.events import ToolCallArgumentsDelta as ToolCallArgumentsDelta
 from .core.events import ToolCallComplete as ToolCallComplete
@@ -52,7 +52,6 @@ __all__ = [
     "Event",
     "Finish",
     "JudgedCallEvent",
-    "OriginalText",
     "ProviderContent",
     "ProviderError",
     "ProviderErrorKind",
@@ -61,6 +60,7 @@ __all__ = [
     "StopCondition",
     "StopReason",
     "StreamEnd",
+    "TextCallMarkup",
     "TextDelta",
     "ToolCallArgumentsDelta",
     "ToolCallComplete",

@@ -42,7 +42,6 @@ __all__ = [
     "Event",
     "Finish",
     "JudgedCallEvent",
-    "OriginalText",
     "ProviderContent",
     "ProviderError",
     "ProviderErrorKind",
@@ -51,6 +50,7 @@ __all__ = [
     "StopCondition",
     "StopReason",
     "StreamEnd",
+    "TextCallMarkup",
     "TextDelta",
     "ToolCallArgumentsDelta",
     "ToolCallComplete",
@@ -160,14 +160,27 @@ class TextDelta(Event, frozen=True, tag="text.delta"):
     text: str
 
 
-class OriginalText(Event, frozen=True, tag="text.original"):
-    """The turn's text as the server sent it, when calls were read out of it.
+class TextCallMarkup(Event, frozen=True, tag="text.call_markup"):
+    """The markup of the calls read from the text, taken out of the visible text.
 
-    Sent once, before ``Finish``, only when the markup of recovered calls was taken out of the
-    visible text (``TextDelta`` pieces): ``Turn.raw_text`` keeps it.
+    Sent once, before the recovered calls and ``Finish``, only when calls were read from the
+    text. ``markup`` holds each block's text with the offset (in characters of the visible
+    text, the ``TextDelta`` pieces joined) where it stood: inserting each at its offset gives
+    the text as the server sent it (``Turn.raw_text``).
     """
 
-    text: str
+    markup: tuple[tuple[int, str], ...] = ()
+
+    def original(self, visible: str) -> str:
+        """The text as the server sent it, from the visible text."""
+        pieces: list[str] = []
+        position = 0
+        for offset, text in self.markup:
+            pieces.append(visible[position:offset])
+            pieces.append(text)
+            position = offset
+        pieces.append(visible[position:])
+        return "".join(pieces)
 
 
 class ReasoningDelta(Event, frozen=True, tag="reasoning.delta"):
@@ -367,7 +380,7 @@ AnyEvent = (
     | ToolCallRejected
     | TurnStopped
     | ProviderContent
-    | OriginalText
+    | TextCallMarkup
 )
 
 _encoder = msgspec.json.Encoder()

@@ -17,13 +17,13 @@ from .events import (
     CutBy,
     Event,
     Finish,
-    OriginalText,
     ProviderContent,
     ProviderError,
     ReasoningDelta,
     ResponseInfo,
     StopCondition,
     StopReason,
+    TextCallMarkup,
     TextDelta,
     ToolCallComplete,
     ToolCallReady,
@@ -148,7 +148,7 @@ class TurnBuilder:
         "_errors",
         "_finish",
         "_info",
-        "_raw_text",
+        "_markup",
         "_reasoning",
         "_stopped_by",
         "_text",
@@ -171,7 +171,7 @@ class TurnBuilder:
         self._usage_event: Usage | None = None
         self._info: ResponseInfo | None = None
         self._content: tuple[Any, ...] = ()
-        self._raw_text: str | None = None
+        self._markup: TextCallMarkup | None = None
 
     def add(self, event: Event) -> None:
         """Take one event (a dict lookup on its type; events it does not know are ignored)."""
@@ -222,15 +222,17 @@ class TurnBuilder:
     def _provider_content(self, event: ProviderContent) -> None:
         self._content = event.items
 
-    def _original_text(self, event: OriginalText) -> None:
-        self._raw_text = event.text
+    def _text_call_markup(self, event: TextCallMarkup) -> None:
+        self._markup = event
 
     def build(self) -> Turn:
         """The turn so far (normally called after ``StreamEnd``)."""
         finish = self._finish
         info = self._info
+        text = "".join(self._text)
+        markup = self._markup
         return Turn(
-            text="".join(self._text),
+            text=text,
             reasoning="".join(self._reasoning),
             calls=tuple(sorted(self._calls, key=_call_index)),
             stop_reason=finish.reason if finish is not None else "unknown",
@@ -246,7 +248,7 @@ class TurnBuilder:
             stop_on=self.stop_on,
             stopped_by=self._stopped_by,
             provider_content=self._content,
-            raw_text=self._raw_text,
+            raw_text=markup.original(text) if markup is not None else None,
         )
 
 
@@ -267,5 +269,5 @@ _HANDLERS: dict[type[Event], Callable[[TurnBuilder, Any], None]] = {
     ResponseInfo: TurnBuilder._info_event,
     TurnStopped: TurnBuilder._stopped,
     ProviderContent: TurnBuilder._provider_content,
-    OriginalText: TurnBuilder._original_text,
+    TextCallMarkup: TurnBuilder._text_call_markup,
 }

@@ -25,6 +25,7 @@ becomes ``tool_calls`` (the raw value is kept), as for servers that say ``stop``
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -36,7 +37,7 @@ from ...core.events import (
     CutFacts,
     Event,
     Finish,
-    OriginalText,
+    TextCallMarkup,
     TextDelta,
     ToolCallArgumentsDelta,
     ToolCallComplete,
@@ -129,15 +130,20 @@ def _table_for(readers: tuple[TextCallReader, ...]) -> ReaderTable | None:
     return cached[1]
 
 
+_WATCHED: frozenset[type[Event]] = frozenset({ToolCallStarted, Finish})
+
+
 class _TextCallStep:
     __slots__ = (
         "_blocks",
         "_cancelled",
         "_context",
+        "_emitted",
+        "_fast",
         "_first",
         "_held",
+        "_line_start",
         "_next_read",
-        "_original",
         "_output_tokens",
         "_pending",
         "_pending_length",
@@ -151,7 +157,9 @@ class _TextCallStep:
         self._stage = stage
         self._table = stage.table
         self._context = stage.context
-        self._first = stage.table.first_chars if stage.table is not None else frozenset()
+        first = stage.table.first_chars if stage.table is not None else frozenset()
+        #: Matches any character that may start a marker: text without one is ordinary.
+        self._first = re.compile("[" + re.escape("".join(sorted(first))) + "]") if first else None
         #: Text not decided yet (everything before it was emitted or is inside a block).
         self._held = ""
         #: Text received since the held text was last read (joined at the next reading).
@@ -159,18 +167,82 @@ class _TextCallStep:
         self._pending_length = 0
         self._next_read = 0
         self._state = ScanState()
-        #: Blocks found so far, with the text (markup) they took out.
-        self._blocks: list[tuple[Found, str]] = []
-        #: Every piece of text, as sent (for ``OriginalText`` when a block was found).
-        self._original: list[str] = []
+        #: Nothing is held and the next text needs no look but for marker characters.
+        self._fast = False
+        self._line_start = True
+        #: Characters of visible text emitted so far (where each block's markup stood).
+        self._emitted = 0
+        #: Blocks found so far, with the markup they took out and its offset in the visible text.
+        self._blocks: list[tuple[Found, str, int]] = []
         self._structured = 0
         self._cancelled = not stage.active
         self._output_tokens: int | None = None
 
+    def feed_batch(self, events: list[Event]) -> list[Event]:
+        """:meth:`feed` for the events of one read (the runner's fused loop).
+
+        A batch of ordinary text with no marker character in it passes as it is, after one
+        search. Once a delta may open a call, the rest of the batch's text is read together
+        at the end of the batch (or at its next event of another kind): the same text and
+        calls as event by event, released at the same read, in fewer pieces.
+        """
+        if self._cancelled:
+            for event in events:
+                if type(event) is ToolCallStarted:
+                    self._structured = max(self._structured, event.index + 1)
+            return events
+        first = self._first
+        if first is None:
+            return events
+        if self._fast:
+            texts: list[str] = []
+            for event in events:
+                kind = type(event)
+                if kind is TextDelta:
+                    texts.append(event.text)  # type: ignore[attr-defined]
+                elif kind in _WATCHED:
+                    break
+                elif kind is Usage:
+                    self.feed(event)
+            else:
+                joined = "".join(texts)
+                if first.search(joined) is None:
+                    if joined:
+                        self._emitted += len(joined)
+                        self._line_start = joined[-1] == "\n"
+                    return events
+        out: list[Event] = []
+        pending = self._pending
+        for event in events:
+            if type(event) is TextDelta:
+                text = event.text
+                if self._fast and first.search(text) is None:
+                    if text:
+                        self._emitted += len(text)
+                        self._line_start = text[-1] == "\n"
+                    out.append(event)
+                    continue
+                self._fast = False
+                pending.append(text)
+                self._pending_length += len(text)
+                continue
+            if pending:
+                out.extend(self._read_when_due())
+            out.extend(self.feed(event))
+        if pending:
+            out.extend(self._read_when_due())
+        return out
+
+    def _read_when_due(self) -> list[Event]:
+        if self._pending_length + len(self._held) < self._next_read:
+            return []
+        return self._read(final=False)
+
     def feed(self, event: Event) -> Iterable[Event]:
         if type(event) is TextDelta:
-            self._original.append(event.text)
-            return (event,) if self._cancelled else self._text(event)
+            if self._cancelled:
+                return (event,)
+            return self._text(event)
         if type(event) is ToolCallStarted:
             self._structured = max(self._structured, event.index + 1)
             if not self._cancelled:
@@ -191,15 +263,10 @@ class _TextCallStep:
 
     def _text(self, event: TextDelta) -> Iterable[Event]:
         text = event.text
-        state = self._state
-        if (
-            not self._held
-            and not self._pending
-            and (state.mode == FENCE or (state.mode == TEXT and not state.reply_pending))
-            and self._first.isdisjoint(text)
-        ):
+        if self._fast and self._first is not None and self._first.search(text) is None:
             if text:
-                self._state = msgspec.structs.replace(state, line_start=text[-1] == "\n")
+                self._emitted += len(text)
+                self._line_start = text[-1] == "\n"
             return (event,)
         self._pending.append(text)
         self._pending_length += len(text)
@@ -213,26 +280,37 @@ class _TextCallStep:
         held = self._held + "".join(self._pending) if self._pending else self._held
         self._pending.clear()
         self._pending_length = 0
-        scanned = scan(table, held, self._state, self._context.at_final(final))
+        state = self._state
+        if not self._held and state.line_start != self._line_start:
+            state = msgspec.structs.replace(state, line_start=self._line_start)
+        scanned = scan(table, held, state, self._context.at_final(final))
         out: list[Event] = []
         position = 0
+        emitted = self._emitted
         for block in scanned.blocks:
             if block.start > position:
                 out.append(TextDelta(text=held[position : block.start]))
-            self._blocks.append((block, held[block.start : block.end]))
+                emitted += block.start - position
+            self._blocks.append((block, held[block.start : block.end], emitted))
             position = block.end
         if scanned.decided > position:
             out.append(TextDelta(text=held[position : scanned.decided]))
+            emitted += scanned.decided - position
+        self._emitted = emitted
         self._held = held[scanned.decided :]
-        self._state = scanned.state
+        self._state = state = scanned.state
+        self._line_start = state.line_start
         rest = len(self._held)
         self._next_read = 2 * rest if rest > _EAGER_LIMIT else 0
+        self._fast = not rest and (
+            state.mode == FENCE or (state.mode == TEXT and not state.reply_pending)
+        )
         return out
 
     def _cancel(self) -> list[Event]:
         """A structured call came: the server parses calls; release everything as it was."""
         self._cancelled = True
-        out: list[Event] = [TextDelta(text=markup) for _, markup in self._blocks]
+        out: list[Event] = [TextDelta(text=markup) for _, markup, _ in self._blocks]
         held = self._held + "".join(self._pending)
         if held:
             out.append(TextDelta(text=held))
@@ -251,15 +329,15 @@ class _TextCallStep:
         if not blocks:
             return [*out, finish] if finish is not None else out
         self._blocks = []
-        calls = self._call_events(blocks, finish)
+        calls = self._call_events([block for block, _, _ in blocks], finish)
         truncated_any = any(call.truncated for call in calls if isinstance(call, ToolCallComplete))
-        out.append(OriginalText(text="".join(self._original)))
+        out.append(TextCallMarkup(markup=tuple((at, text) for _, text, at in blocks)))
         out.extend(calls)
         if finish is not None:
             out.append(_finish_with_calls(finish, truncated_any))
         return out
 
-    def _call_events(self, blocks: list[tuple[Found, str]], finish: Finish | None) -> list[Event]:
+    def _call_events(self, blocks: list[Found], finish: Finish | None) -> list[Event]:
         stage = self._stage
         limit_cut = finish is not None and finish.truncated and finish.cut_by in _LIMIT_CUTS
         cut_by: CutBy = (finish.cut_by if finish is not None else None) or "unknown"
@@ -272,8 +350,8 @@ class _TextCallStep:
         prefix = f"toolwire-text-{secrets.token_hex(6)}-"
         index = self._structured
         events: list[Event] = []
-        last_block = blocks[-1][0]
-        for block, _ in blocks:
+        last_block = blocks[-1]
+        for block in blocks:
             family = block.family or None
             for position, call in enumerate(block.calls):
                 last = block is last_block and position == len(block.calls) - 1

@@ -10,8 +10,8 @@ from typing import Any
 from toolwire.core.events import (
     Event,
     Finish,
-    OriginalText,
     StreamEnd,
+    TextCallMarkup,
     TextDelta,
     ToolCallComplete,
     ToolCallReady,
@@ -78,14 +78,21 @@ def events_of(
     return events
 
 
-def run_steps(stages: Sequence[Any], events: Iterable[Event]) -> list[Event]:
-    """Feed events through the stages' steps in order (as the runner fuses them)."""
+def run_steps(stages: Sequence[Any], events: Iterable[Event], batch: int = 0) -> list[Event]:
+    """Feed events through the stages' steps in order, as the runner's fused loop does: event
+    by event, or (``batch`` > 0) in batches of that many through ``feed_batch`` where a step
+    has it."""
     current = list(events)
     for stage in stages:
         step = stage.start()
         produced: list[Event] = []
-        for event in current:
-            produced.extend(step.feed(event))
+        feed_batch = getattr(step, "feed_batch", None)
+        if batch and feed_batch is not None:
+            for start in range(0, len(current), batch):
+                produced.extend(feed_batch(current[start : start + batch]))
+        else:
+            for event in current:
+                produced.extend(step.feed(event))
         produced.extend(step.finish())
         current = produced
     return current
@@ -118,7 +125,7 @@ def visible_text(events: Iterable[Event]) -> str:
 
 __all__ = [
     "CORPUS",
-    "OriginalText",
+    "TextCallMarkup",
     "ToolCallComplete",
     "ToolCallReady",
     "ToolCallRejected",

@@ -10,7 +10,7 @@ import pytest
 
 import toolwire
 from toolwire.core.errors import ConfigurationError
-from toolwire.core.events import OriginalText, ToolCallReady, ToolCallStarted
+from toolwire.core.events import TextCallMarkup, ToolCallReady, ToolCallStarted
 
 pytestmark = pytest.mark.anyio
 
@@ -112,7 +112,9 @@ async def test_streamed_events_carry_the_provenance() -> None:
     (ready,) = [e for e in events if isinstance(e, ToolCallReady)]
     assert (started.origin, started.text_family) == ("text", "hermes")
     assert (ready.call.origin, ready.call.text_family) == ("text", "hermes")
-    assert [e.text for e in events if isinstance(e, OriginalText)] == [TEXT]
+    (markup,) = [e for e in events if isinstance(e, TextCallMarkup)]
+    assert markup.markup == ((len("On it.\n"), TEXT[len("On it.\n") :]),)
+    assert markup.original("On it.\n") == TEXT
 
 
 async def test_cut_at_the_limit_never_runs() -> None:
@@ -128,3 +130,11 @@ def test_a_bad_choice_fails_at_construction() -> None:
         toolwire.Pipeline("vllm", text_calls="on")  # type: ignore[typeddict-item]
     with pytest.raises(ConfigurationError):
         toolwire.Pipeline("vllm", text_calls=["no-such-family"])
+
+
+async def test_the_stage_keeps_the_stage_contract() -> None:
+    from toolwire.stages.text_calls import TextCallStage
+    from toolwire.testing import check_stage, sample_events
+
+    await check_stage(TextCallStage(None, TOOLS))
+    await check_stage(TextCallStage(None, TOOLS), sample_events())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -77,3 +78,28 @@ def test_a_structured_call_cancels_recovery_for_the_turn() -> None:
     out = run_steps([TextCallStage(None, TOOLS)], events_of([text], before_finish=[structured]))
     assert visible_text(out) == text
     assert [e for e in out if isinstance(e, ToolCallStarted)] == [structured]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(CASES),
+    st.integers(min_value=1, max_value=9),
+    st.integers(min_value=1, max_value=50),
+)
+def test_a_batch_gives_what_its_events_give(case: dict[str, Any], size: int, batch: int) -> None:
+    """``feed_batch`` (the fused loop's fast path) gives the text and events of ``feed``."""
+    from toolwire.stages.text_calls import TextCallStage
+
+    text = case["text"]
+    events = events_of([text[i : i + size] for i in range(0, len(text), size)])
+
+    def run(batch_size: int) -> tuple[str, list[Any]]:
+        out = run_steps([TextCallStage(None, tools_for(case))], events, batch=batch_size)
+        others = [
+            msgspec.structs.replace(e, call_id="") if hasattr(e, "call_id") else e
+            for e in out
+            if not isinstance(e, TextDelta)
+        ]
+        return visible_text(out), others
+
+    assert run(batch) == run(0)
