@@ -13,11 +13,23 @@ import re
 
 import msgspec
 
-from ._reading import NEED_MORE, ReadContext, TextCall, _NeedMore, skip_blanks
+from ._reading import (
+    NEED_MORE,
+    Found,
+    ReadContext,
+    ReadResult,
+    Skip,
+    TextCall,
+    _NeedMore,
+    cut_last,
+    skip_blanks,
+)
 
 __all__ = [
     "ARGUMENT_KEYS",
     "CALL_KEYS",
+    "json_arguments_block",
+    "list_or_skip",
     "members",
     "read_call_list",
     "read_call_object",
@@ -185,7 +197,7 @@ def read_call_list(
             if not calls:
                 return None
             # The list was cut after a complete call: the call written last is cut with it.
-            return (*calls[:-1], msgspec.structs.replace(calls[-1], cut=True)), length
+            return cut_last(calls), length
         if text[index] != "{":
             if text[index] == "]" and calls:
                 return tuple(calls), index + 1
@@ -202,3 +214,31 @@ def read_call_list(
             index = skip_blanks(text, index + 1)
         elif index < length and text[index] != "]":
             return None
+
+
+def list_or_skip(
+    text: str, index: int, context: ReadContext, *, wrapped: bool
+) -> tuple[tuple[TextCall, ...], int] | ReadResult:
+    """:func:`read_call_list`, with "not a call" as a :class:`Skip` past the JSON value: the
+    value is one value by JSON's rules, so nothing inside it opens a call."""
+    read = read_call_list(text, index, context, wrapped=wrapped)
+    if read is not None:
+        return read
+    end = value_end(text, index)
+    if end is None:
+        return Skip(len(text)) if context.final else NEED_MORE
+    return Skip(end)
+
+
+def json_arguments_block(
+    text: str, start: int, index: int, name: str, context: ReadContext, *, tail_only: bool
+) -> Found | _NeedMore:
+    """The JSON object at ``index`` as ``name``'s arguments, a block from ``start`` to its
+    end (no end marker); cut at the end of the final text."""
+    end = value_end(text, index)
+    if end is None:
+        if not context.final:
+            return NEED_MORE
+        call = TextCall(name, text[index:], cut=True)
+        return Found(start, len(text), (call,), tail_only=tail_only, closed=False)
+    return Found(start, end, (TextCall(name, text[index:end]),), tail_only=tail_only, closed=False)

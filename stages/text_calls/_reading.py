@@ -29,6 +29,7 @@ __all__ = [
     "Skip",
     "TextCall",
     "TextCallReader",
+    "cut_last",
     "expect",
     "skip_blanks",
 ]
@@ -130,6 +131,12 @@ class TextCallReader(abc.ABC):
     @abc.abstractmethod
     def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
         """Read the markup at ``text[start:]`` (an opener, or the start of the reply)."""
+
+
+def cut_last(calls: tuple[TextCall, ...] | list[TextCall]) -> tuple[TextCall, ...]:
+    """``calls`` with the one written last marked cut (the markup around them was cut)."""
+    last = calls[-1]
+    return (*calls[:-1], TextCall(last.name, last.arguments, cut=True))
 
 
 _BLANKS = re.compile(r"\s*+")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ._json import value_end
+from ._json import json_arguments_block
 from ._reading import (
     NEED_MORE,
     Found,
@@ -110,10 +110,4 @@ class GlmMarkerlessReader(TextCallReader):
             return None if context.final else NEED_MORE
         if text[index] != "{":
             return None
-        end = value_end(text, index)
-        if end is None:
-            if not context.final:
-                return NEED_MORE
-            call = TextCall(candidate, text[index:], cut=True)
-            return Found(start, len(text), (call,), tail_only=True, closed=False)
-        return Found(start, end, (TextCall(candidate, text[index:end]),), tail_only=True)
+        return json_arguments_block(text, start, index, candidate, context, tail_only=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from ._json import value_end
+from ._json import json_arguments_block
 from ._reading import (
     NEED_MORE,
     Found,
@@ -111,11 +111,4 @@ class StrippedHarmonyReader(TextCallReader):
         name = head.group(1)
         if not context.offered(name):
             return None
-        index = head.end()
-        end = value_end(text, index)
-        if end is None:
-            if not context.final:
-                return NEED_MORE
-            call = TextCall(name, text[index:], cut=True)
-            return Found(start, len(text), (call,), tail_only=True, closed=False)
-        return Found(start, end, (TextCall(name, text[index:end]),), tail_only=True)
+        return json_arguments_block(text, start, head.end(), name, context, tail_only=True)

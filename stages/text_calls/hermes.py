@@ -9,7 +9,7 @@ of calls inside one tag (SmolLM2 writes ``<tool_call>[{...}]</tool_call>``) is r
 
 from __future__ import annotations
 
-from ._json import read_call_list, value_end
+from ._json import list_or_skip
 from ._reading import (
     NEED_MORE,
     Found,
@@ -18,6 +18,7 @@ from ._reading import (
     Skip,
     TextCallReader,
     _NeedMore,
+    cut_last,
     expect,
     skip_blanks,
 )
@@ -34,15 +35,9 @@ def read_json_block(
         return None if context.final else NEED_MORE
     if text[index] not in "{[":
         return None
-    read = read_call_list(text, index, context, wrapped=True)
-    if isinstance(read, _NeedMore):
+    read = list_or_skip(text, index, context, wrapped=True)
+    if not isinstance(read, tuple):
         return read
-    if read is None:
-        # Not a call; the JSON value is still one value, so nothing inside it opens a call.
-        end = value_end(text, index)
-        if end is None:
-            return Skip(len(text)) if context.final else NEED_MORE
-        return Skip(end)
     calls, end = read
     if calls[-1].cut:
         return Found(start, len(text), calls, tail_only=tail_only, closed=False)
@@ -56,9 +51,7 @@ def read_json_block(
         if not context.final:
             return NEED_MORE
         # The closing marker never came: the markup is cut, so is the call written last.
-        last = calls[-1]
-        cut = (*calls[:-1], type(last)(last.name, last.arguments, cut=True))
-        return Found(start, len(text), cut, tail_only=tail_only, closed=False)
+        return Found(start, len(text), cut_last(calls), tail_only=tail_only, closed=False)
     return Skip(end)
 
 

@@ -26,6 +26,7 @@ from ._reading import (
     ReadResult,
     TextCall,
     TextCallReader,
+    cut_last,
     expect,
     skip_blanks,
 )
@@ -87,9 +88,7 @@ def read_token_section(
         return closing
     if index >= len(text) and calls:
         # The section never closed: the call written last may have been cut after it.
-        last = calls[-1]
-        cut = (*calls[:-1], TextCall(last.name, last.arguments, cut=True))
-        return Found(start, len(text), cut, closed=False)
+        return Found(start, len(text), cut_last(calls), closed=False)
     return None
 
 

@@ -14,7 +14,7 @@ import re
 
 import msgspec
 
-from ._json import read_call_list, value_end
+from ._json import list_or_skip, value_end
 from ._reading import (
     NEED_MORE,
     Found,
@@ -65,14 +65,9 @@ class PythonTagReader(TextCallReader):
                 if not calls:
                     return None
                 break
-            read = read_call_list(text, index, context, wrapped=False)
-            if isinstance(read, _NeedMore):
+            read = list_or_skip(text, index, context, wrapped=False)
+            if not isinstance(read, tuple):
                 return read
-            if read is None:
-                close = value_end(text, index)
-                if close is None:
-                    return Skip(len(text)) if context.final else NEED_MORE
-                return Skip(close)
             found, end = read
             calls.extend(found)
             if found[-1].cut:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 
-from ._json import read_call_list, value_end
+import msgspec
+
+from ._json import json_arguments_block, list_or_skip
 from ._reading import (
     NEED_MORE,
     Found,
     ReadContext,
     ReadResult,
-    Skip,
     TextCall,
     TextCallReader,
     _NeedMore,
@@ -46,14 +47,9 @@ class MistralReader(TextCallReader):
         if index >= len(text):
             return None if context.final else NEED_MORE
         if text[index] == "[":
-            read = read_call_list(text, index, context, wrapped=True)
-            if isinstance(read, _NeedMore):
+            read = list_or_skip(text, index, context, wrapped=True)
+            if not isinstance(read, tuple):
                 return read
-            if read is None:
-                end = value_end(text, index)
-                if end is None:
-                    return Skip(len(text)) if context.final else NEED_MORE
-                return Skip(end)
             calls, end = read
             if calls[-1].cut:
                 return Found(start, len(text), calls, closed=False)
@@ -87,11 +83,8 @@ class MistralReader(TextCallReader):
             return Found(start, len(text), (call,), closed=False)
         if text[index] != "{":
             return None
-        end = value_end(text, index)
-        if end is None:
-            if not context.final:
-                return NEED_MORE
-            call = TextCall(name.group(), text[index:], cut=True)
-            return Found(start, len(text), (call,), closed=False)
-        call = TextCall(name.group(), text[index:end])
-        return Found(start, end, (call,), tail_only=not _strict(call.arguments), closed=False)
+        found = json_arguments_block(text, start, index, name.group(), context, tail_only=False)
+        if isinstance(found, Found) and not found.calls[0].cut:
+            tail_only = not _strict(found.calls[0].arguments)
+            return msgspec.structs.replace(found, tail_only=tail_only)
+        return found

@@ -23,6 +23,7 @@ from ._reading import (
     TextCall,
     TextCallReader,
     _NeedMore,
+    cut_last,
     skip_blanks,
 )
 
@@ -147,7 +148,7 @@ def read_pythonic_calls(
         if isinstance(cut, _CutCall):
             calls.append(TextCall(cut.name, "", cut=True))
         elif calls:
-            calls[-1] = TextCall(calls[-1].name, calls[-1].arguments, cut=True)
+            return cut_last(calls), len(text)
         else:
             return None
         return tuple(calls), len(text)
@@ -190,9 +191,7 @@ def _wrapped(
     if not context.final and len(rest) < len(closer) and closer.startswith(rest):
         return NEED_MORE
     if not rest and context.final:
-        last = calls[-1]
-        cut = (*calls[:-1], TextCall(last.name, last.arguments, cut=True))
-        return Found(start, len(text), cut, closed=False)
+        return Found(start, len(text), cut_last(calls), closed=False)
     return None
 
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import re
 
-import msgspec
-
 from ._json import members, read_call_list
 from ._reading import (
     NEED_MORE,
@@ -26,6 +24,7 @@ from ._reading import (
     TextCall,
     TextCallReader,
     _NeedMore,
+    cut_last,
     skip_blanks,
 )
 
@@ -106,6 +105,5 @@ def _read_generic(
     if cut and not calls[-1].cut:
         if not context.final:
             return NEED_MORE
-        last = calls[-1]
-        calls = (*calls[:-1], msgspec.structs.replace(last, cut=True))
+        calls = cut_last(calls)
     return calls, end
