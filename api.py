@@ -25,6 +25,7 @@ from .adapters.registry import (
     check_max_tokens,
     history_format,
     open_mapper,
+    provider,
     read_request,
 )
 from .core.errors import ConfigurationError
@@ -49,13 +50,19 @@ from .stages.telemetry.observer import (
     start_observer,
 )
 from .stages.telemetry.observing import observed_batches, observed_events
+from .stages.text_calls import TextCallReader, TextCallStage
 
-__all__ = ["Pipeline", "PipelineOptions", "TruncatedCalls", "collect", "stream"]
+__all__ = ["Pipeline", "PipelineOptions", "TextCalls", "TruncatedCalls", "collect", "stream"]
 
 #: What to do with a call cut off at the token limit whose arguments happen to parse:
 #: ``reject`` it with the token-limit message (default: its last field may be missing or
 #: short), or ``allow`` it to run as parsed (it stays marked ``truncated``).
 TruncatedCalls = Literal["reject", "allow"]
+
+#: Whether calls left in the text are read (``docs/text-calls.md``): ``auto`` as the provider's
+#: profile says (on for local servers, off for hosted APIs), ``off``, or the families to read
+#: (names, or :class:`toolwire.lowlevel.TextCallReader` objects).
+TextCalls = Literal["auto", "off"] | Sequence[str | TextCallReader]
 
 
 class PipelineOptions(TypedDict, total=False):
@@ -72,6 +79,8 @@ class PipelineOptions(TypedDict, total=False):
     - ``stop_on``: the conditions that stop a turn (a ``TurnStopped`` event after ``Finish``).
     - ``loop_guard``: counts repeated rejections across the turns of one agent run.
     - ``stages``: your stages, run after the adapter and before the judge, in the order given.
+    - ``text_calls``: read calls the server left in the text (:data:`TextCalls`; ``auto``:
+      on for the local servers' profiles, off for hosted APIs), before your stages.
     - ``tracer_provider`` / ``meter_provider``: where spans and metrics go (the global ones by
       default; toolwire never sets a global provider).
     - ``capture_content``: export raw arguments and messages (off by default; ``None`` reads
@@ -90,6 +99,7 @@ class PipelineOptions(TypedDict, total=False):
     stop_on: Iterable[str] | None
     loop_guard: RepairLoopGuard | None
     stages: Sequence[Stage | SyncStage]
+    text_calls: TextCalls
     tracer_provider: TracerProvider | None
     meter_provider: MeterProvider | None
     capture_content: bool | None
@@ -134,6 +144,7 @@ class Pipeline:
         "_policy_stage",
         "_provider",
         "_telemetry",
+        "_text_calls",
         "_user_stages",
     )
 
@@ -146,6 +157,7 @@ class Pipeline:
     _telemetry: Telemetry
     _history: HistoryFormat
     _judge_stages: JudgeStageCache
+    _text_calls: TextCallStage | None
 
     def __init__(self, provider: str = "openai-chat", **options: Unpack[PipelineOptions]) -> None:
         unknown = sorted(set(options) - _OPTION_NAMES)
@@ -192,6 +204,7 @@ class Pipeline:
             ),
         )
         set_slot(self, "_history", history)
+        set_slot(self, "_text_calls", _text_call_stage(provider, options.get("text_calls", "auto")))
         default_request = options.get("request")
         facts = read_request(provider, default_request) if default_request is not None else None
         # The judge stage (and its compiled tool schemas) is built once, here: from the tools
@@ -248,6 +261,7 @@ class Pipeline:
     def _plan(self, facts: RequestFacts | None, judge_stage: JudgeStage | None) -> _Run:
         options = self._options
         stages: list[Stage | SyncStage] = list(self._user_stages)
+        text_calls = self._text_calls
         if judge_stage is not None:
             stages.append(judge_stage)
         if self._policy_stage is not None:
@@ -260,6 +274,14 @@ class Pipeline:
             max_tokens = facts.max_tokens if facts.max_tokens is not None else max_tokens
             stop_sequences = facts.stop_sequences
             request_model = request_model or facts.model
+        if text_calls is not None:
+            # Only the offered names count: the judge's tools, compiled once.
+            tools: Any = judge_stage.toolset if judge_stage is not None else options.get("tools")
+            if tools is None and facts is not None:
+                tools = facts.tools
+            stage = text_calls.for_turn(tools, max_tokens=max_tokens, stop_sequences=stop_sequences)
+            if stage.active:
+                stages.insert(0, stage)
         return _Run(
             MapperSettings(
                 max_tokens=max_tokens,
@@ -368,6 +390,19 @@ class Pipeline:
     def ensure_well_formed(self, messages: Sequence[Mapping[str, Any]]) -> None:
         """Raise :class:`toolwire.HistoryError` listing the problems, if there are any."""
         ensure_well_formed(messages, self._provider)
+
+
+def _text_call_stage(provider_name: str, choice: object) -> TextCallStage | None:
+    """The text-call stage ``text_calls`` asks for (no tools yet), or ``None``."""
+    if choice == "auto":
+        return TextCallStage() if provider(provider_name).reads_text_calls else None
+    if choice == "off":
+        return None
+    if isinstance(choice, str | bytes) or not isinstance(choice, Sequence):
+        raise ConfigurationError(
+            f"text_calls must be 'auto', 'off' or a list of families, got {choice!r}"
+        )
+    return TextCallStage(choice) if choice else None
 
 
 def _checked_stages(stages: object) -> tuple[Stage | SyncStage, ...]:

@@ -11,6 +11,7 @@ write and read any built-in event as JSON, for recordings and logs.
 
 from .core.events import LIMIT_EVIDENCE as LIMIT_EVIDENCE
 from .core.events import ArgumentsForm as ArgumentsForm
+from .core.events import CallOrigin as CallOrigin
 from .core.events import ClosedBy as ClosedBy
 from .core.events import CutBy as CutBy
 from .core.events import CutFacts as CutFacts
@@ -26,6 +27,7 @@ from .core.events import ResponseInfo as ResponseInfo
 from .core.events import StopCondition as StopCondition
 from .core.events import StopReason as StopReason
 from .core.events import StreamEnd as StreamEnd
+from .core.events import TextCallMarkup as TextCallMarkup
 from .core.events import TextDelta as TextDelta
 from .core.events import ToolCallArgumentsDelta as ToolCallArgumentsDelta
 from .core.events import ToolCallComplete as ToolCallComplete
@@ -42,6 +44,7 @@ from .core.events import encode_event as encode_event
 __all__ = [
     "LIMIT_EVIDENCE",
     "ArgumentsForm",
+    "CallOrigin",
     "ClosedBy",
     "CutBy",
     "CutFacts",
@@ -57,6 +60,7 @@ __all__ = [
     "StopCondition",
     "StopReason",
     "StreamEnd",
+    "TextCallMarkup",
     "TextDelta",
     "ToolCallArgumentsDelta",
     "ToolCallComplete",

@@ -24,6 +24,11 @@ people who build on toolwire rather than with it:
   themselves: :class:`TurnBuilder` folds events into a :class:`toolwire.Turn`;
   :func:`rejected_result` and :func:`not_run_result` are the results ``toolwire.dispatch`` gives a
   call that must not run.
+- **Calls left in the text** (``docs/text-calls.md``): :class:`TextCallReader` is one family's
+  reader (it answers :class:`TextCallFound`, :class:`TextCallSkip`, ``None`` or
+  :data:`TEXT_CALL_NEED_MORE`, with :class:`TextCall` items, given a :class:`TextCallContext`);
+  :func:`register_text_call_reader` adds one, :func:`text_call_families` lists them;
+  :class:`TextCallStage` is the stage, for chains composed by hand.
 - **The judge's parts**: :class:`Toolset` (tool definitions compiled once, accepted as
   ``tools=``) and :func:`render_message`, the model-facing message of a rejected verdict.
 """
@@ -49,8 +54,18 @@ from .loop import not_run_result as not_run_result
 from .loop import rejected_result as rejected_result
 from .stages.judge import JudgeStage as JudgeStage
 from .stages.telemetry import TelemetryStage as TelemetryStage
+from .stages.text_calls import TEXT_CALL_NEED_MORE as TEXT_CALL_NEED_MORE
+from .stages.text_calls import TextCall as TextCall
+from .stages.text_calls import TextCallContext as TextCallContext
+from .stages.text_calls import TextCallFound as TextCallFound
+from .stages.text_calls import TextCallReader as TextCallReader
+from .stages.text_calls import TextCallSkip as TextCallSkip
+from .stages.text_calls import TextCallStage as TextCallStage
+from .stages.text_calls import register_text_call_reader as register_text_call_reader
+from .stages.text_calls import text_call_families as text_call_families
 
 __all__ = [
+    "TEXT_CALL_NEED_MORE",
     "EventStep",
     "HealEncoder",
     "HealPlan",
@@ -64,12 +79,20 @@ __all__ = [
     "Stage",
     "SyncStage",
     "TelemetryStage",
+    "TextCall",
+    "TextCallContext",
+    "TextCallFound",
+    "TextCallReader",
+    "TextCallSkip",
+    "TextCallStage",
     "Toolset",
     "TurnBuilder",
     "WireFormat",
     "event_stage",
     "history_format",
     "not_run_result",
+    "register_text_call_reader",
     "rejected_result",
     "render_message",
+    "text_call_families",
 ]

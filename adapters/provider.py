@@ -40,3 +40,6 @@ class Provider(msgspec.Struct, frozen=True):
     read_request: RequestReader
     #: Opens its healing format, or ``None`` when toolwire does not heal it (Gemini, Ollama).
     open_heal_format: WireFormatFactory | None = None
+    #: ``text_calls="auto"`` reads calls left in the text for this provider: local servers,
+    #: whose tool parsers miss calls (``docs/text-calls.md``); hosted APIs parse their own.
+    reads_text_calls: bool = False

@@ -34,6 +34,7 @@ from .verdict import Verdict
 __all__ = [
     "LIMIT_EVIDENCE",
     "ArgumentsForm",
+    "CallOrigin",
     "ClosedBy",
     "CutBy",
     "CutFacts",
@@ -49,6 +50,7 @@ __all__ = [
     "StopCondition",
     "StopReason",
     "StreamEnd",
+    "TextCallMarkup",
     "TextDelta",
     "ToolCallArgumentsDelta",
     "ToolCallComplete",
@@ -123,6 +125,10 @@ Damage = Literal["lost_fragment", "too_large"]
 #: The structural signal that closed a tool call.
 ClosedBy = Literal["next_call", "call_end", "finish", "end_of_stream"]
 
+#: Where a call came from: the server's structured tool calls, or the model's own markup left
+#: in the text and read by toolwire (``stages/text_calls``, ``docs/text-calls.md``).
+CallOrigin = Literal["structured", "text"]
+
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc=False):
     """Base of every event; never instantiated itself."""
@@ -154,6 +160,29 @@ class TextDelta(Event, frozen=True, tag="text.delta"):
     text: str
 
 
+class TextCallMarkup(Event, frozen=True, tag="text.call_markup"):
+    """The markup of the calls read from the text, taken out of the visible text.
+
+    Sent once, before the recovered calls and ``Finish``, only when calls were read from the
+    text. ``markup`` holds each block's text with the offset (in characters of the visible
+    text, the ``TextDelta`` pieces joined) where it stood: inserting each at its offset gives
+    the text as the server sent it (``Turn.raw_text``).
+    """
+
+    markup: tuple[tuple[int, str], ...] = ()
+
+    def original(self, visible: str) -> str:
+        """The text as the server sent it, from the visible text."""
+        pieces: list[str] = []
+        position = 0
+        for offset, text in self.markup:
+            pieces.append(visible[position:offset])
+            pieces.append(text)
+            position = offset
+        pieces.append(visible[position:])
+        return "".join(pieces)
+
+
 class ReasoningDelta(Event, frozen=True, tag="reasoning.delta"):
     """A piece of reasoning / thinking text (``reasoning_content``, thinking blocks...)."""
 
@@ -171,6 +200,9 @@ class ToolCallStarted(Event, frozen=True, tag="tool_call.started"):
     #: The provider's id, when toolwire had to give this call another one: a second call of the
     #: turn carried an id already used (``call_id`` is then ``<id>~2``, ``<id>~3``...).
     provider_id: str | None = None
+    #: ``text``: read from the model's own markup in the text (``text_family`` names it).
+    origin: CallOrigin = "structured"
+    text_family: str | None = None
 
 
 class ToolCallArgumentsDelta(Event, frozen=True, tag="tool_call.arguments_delta"):
@@ -209,6 +241,9 @@ class ToolCallComplete(Event, frozen=True, tag="tool_call.complete"):
     #: Characters received, when it differs from ``len(arguments_raw)`` (``too_large``).
     arguments_length: int | None = None
     provider_id: str | None = None
+    #: ``text``: read from the model's own markup in the text (``text_family`` names it).
+    origin: CallOrigin = "structured"
+    text_family: str | None = None
 
 
 class Usage(Event, frozen=True, tag="usage"):
@@ -345,6 +380,7 @@ AnyEvent = (
     | ToolCallRejected
     | TurnStopped
     | ProviderContent
+    | TextCallMarkup
 )
 
 _encoder = msgspec.json.Encoder()

@@ -13,7 +13,7 @@ closes, on normal end, early exit and cancellation alike; reading and closing th
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 
 from .events import Event
 from .mapper import ProviderMapper
@@ -30,21 +30,29 @@ from .stage import (
 
 __all__ = ["Source", "run_pipeline"]
 
+
 class FusedSteps:
     """Several synchronous steps applied in order to each event, as one step."""
 
-    __slots__ = ("_heavy", "_steps", "may_offload")
+    __slots__ = ("_batch", "_heavy", "_steps", "may_offload")
 
     def __init__(self, steps: Sequence[EventStep]) -> None:
         self._steps = tuple(steps)
         self._heavy = tuple(heavy_check(step) for step in self._steps)
+        #: A step may take a whole batch at once (``feed_batch(list) -> list``): its fast path.
+        self._batch: tuple[Callable[[list[Event]], list[Event]] | None, ...] = tuple(
+            getattr(step, "feed_batch", None) for step in self._steps
+        )
         #: Some step may move costly events to a worker thread: use :meth:`feed_many_offloading`.
         self.may_offload = any(check is not None for check in self._heavy)
 
     def feed_many(self, events: Iterable[Event]) -> list[Event]:
-        """Run a batch of events through every step."""
+        """Run a batch of events through every step (a step's ``feed_batch``, when it has one)."""
         current: Iterable[Event] = events
-        for step in self._steps:
+        for step, batch in zip(self._steps, self._batch, strict=True):
+            if batch is not None:
+                current = batch(current if isinstance(current, list) else list(current))
+                continue
             produced: list[Event] = []
             extend = produced.extend
             feed = step.feed
@@ -56,7 +64,10 @@ class FusedSteps:
     async def feed_many_offloading(self, events: Iterable[Event]) -> list[Event]:
         """:meth:`feed_many`, with the events a step calls heavy fed to it in a worker thread."""
         current: Iterable[Event] = events
-        for step, heavy in zip(self._steps, self._heavy, strict=True):
+        for step, heavy, batch in zip(self._steps, self._heavy, self._batch, strict=True):
+            if batch is not None and heavy is None:
+                current = batch(current if isinstance(current, list) else list(current))
+                continue
             produced: list[Event] = []
             for event in current:
                 produced.extend(await feed_step(step, heavy, event))

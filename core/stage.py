@@ -17,6 +17,11 @@ For the common 1:1 / 1:n case, subclass :class:`SyncStage` (or decorate a functi
 :func:`event_stage`): the runner fuses consecutive synchronous stages into one loop with no async
 hop per event, which is also the fast path.
 
+A synchronous step may also take a whole batch (the events of one read) with a
+``feed_batch(events: list) -> list`` method; the fused loop then calls it instead of ``feed``
+per event (the text-call stage passes a batch of ordinary text as it is, after one search).
+It must give what ``feed`` event by event would, at the same read (pieces may be merged).
+
 A synchronous step whose work on some events can take long (the judge on a very large call)
 may say so with an ``is_heavy(event) -> bool`` method: those events are then fed to it in a
 worker thread (``anyio.to_thread``), so that one turn never stalls the other streams of the

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from .events import (
+    CallOrigin,
     CutBy,
     Event,
     Finish,
@@ -22,6 +23,7 @@ from .events import (
     ResponseInfo,
     StopCondition,
     StopReason,
+    TextCallMarkup,
     TextDelta,
     ToolCallComplete,
     ToolCallReady,
@@ -55,6 +57,10 @@ class CallRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     #: The provider's id when toolwire gave this call another (a repeated id; see
     #: :mod:`toolwire.core.accumulate`). ``call_id`` is what history replays and answers.
     provider_id: str | None = None
+    #: ``text`` when the call was read from the model's markup in the text; ``text_family``
+    #: names the family (``docs/text-calls.md``).
+    origin: CallOrigin = "structured"
+    text_family: str | None = None
 
     @property
     def id(self) -> str:
@@ -84,6 +90,8 @@ class CallRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             truncated=call.truncated or (verdict is not None and verdict.truncated),
             id_synthesized=call.id_synthesized,
             provider_id=call.provider_id,
+            origin=call.origin,
+            text_family=call.text_family,
         )
 
 
@@ -111,6 +119,9 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     stopped_by: tuple[StopCondition, ...] = ()
     #: The provider's own record of the turn, for history replay (see ``ProviderContent``).
     provider_content: tuple[Any, ...] = ()
+    #: The text as the server sent it, when calls were read out of it (``text`` is then that
+    #: text without their markup); ``None`` when ``text`` is what the server sent.
+    raw_text: str | None = None
 
     @property
     def stopped(self) -> bool:
@@ -137,6 +148,7 @@ class TurnBuilder:
         "_errors",
         "_finish",
         "_info",
+        "_markup",
         "_reasoning",
         "_stopped_by",
         "_text",
@@ -159,6 +171,7 @@ class TurnBuilder:
         self._usage_event: Usage | None = None
         self._info: ResponseInfo | None = None
         self._content: tuple[Any, ...] = ()
+        self._markup: TextCallMarkup | None = None
 
     def add(self, event: Event) -> None:
         """Take one event (a dict lookup on its type; events it does not know are ignored)."""
@@ -209,12 +222,17 @@ class TurnBuilder:
     def _provider_content(self, event: ProviderContent) -> None:
         self._content = event.items
 
+    def _text_call_markup(self, event: TextCallMarkup) -> None:
+        self._markup = event
+
     def build(self) -> Turn:
         """The turn so far (normally called after ``StreamEnd``)."""
         finish = self._finish
         info = self._info
+        text = "".join(self._text)
+        markup = self._markup
         return Turn(
-            text="".join(self._text),
+            text=text,
             reasoning="".join(self._reasoning),
             calls=tuple(sorted(self._calls, key=_call_index)),
             stop_reason=finish.reason if finish is not None else "unknown",
@@ -230,6 +248,7 @@ class TurnBuilder:
             stop_on=self.stop_on,
             stopped_by=self._stopped_by,
             provider_content=self._content,
+            raw_text=markup.original(text) if markup is not None else None,
         )
 
 
@@ -250,4 +269,5 @@ _HANDLERS: dict[type[Event], Callable[[TurnBuilder, Any], None]] = {
     ResponseInfo: TurnBuilder._info_event,
     TurnStopped: TurnBuilder._stopped,
     ProviderContent: TurnBuilder._provider_content,
+    TextCallMarkup: TurnBuilder._text_call_markup,
 }

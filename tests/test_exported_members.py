@@ -63,6 +63,7 @@ TOP_LEVEL = [
 
 #: The lower tier: what extending toolwire needs.
 LOWLEVEL = [
+    "TEXT_CALL_NEED_MORE",
     "EventStep",
     "HealEncoder",
     "HealPlan",
@@ -76,14 +77,22 @@ LOWLEVEL = [
     "Stage",
     "SyncStage",
     "TelemetryStage",
+    "TextCall",
+    "TextCallContext",
+    "TextCallFound",
+    "TextCallReader",
+    "TextCallSkip",
+    "TextCallStage",
     "Toolset",
     "TurnBuilder",
     "WireFormat",
     "event_stage",
     "history_format",
     "not_run_result",
+    "register_text_call_reader",
     "rejected_result",
     "render_message",
+    "text_call_families",
 ]
 
 #: Underscored names that are public all the same.

@@ -21,5 +21,7 @@ __all__ = [
 
 #: The provider name that reads Ollama's native chat streams (not healed yet).
 PROVIDERS: dict[str, Provider] = {
-    "ollama": Provider("ollama", OllamaMapper, OllamaHistory(), read_ollama_request),
+    "ollama": Provider(
+        "ollama", OllamaMapper, OllamaHistory(), read_ollama_request, reads_text_calls=True
+    ),
 }

@@ -39,6 +39,7 @@ def _provider(name: str, profile: ServerProfile) -> Provider:
         ),
         read_chat_request,
         open_chat_format(name),
+        reads_text_calls=profile.reads_text_calls,
     )
 
 

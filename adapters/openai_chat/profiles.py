@@ -58,6 +58,10 @@ class ServerProfile(msgspec.Struct, frozen=True, kw_only=True):
     #: sends ``function_call: null`` back, and llama-cpp-python answers HTTP 500 (``Input
     #: should be a valid dictionary``: its validation types it as an object when present).
     null_keys_refused: tuple[str, ...] = ()
+    #: ``text_calls="auto"`` reads calls the server left in the text: a local server whose tool
+    #: parser does not match the model (a template without tools, another family's syntax, a
+    #: parser bug) leaves them there (``docs/text-calls.md``). Hosted APIs parse their own.
+    reads_text_calls: bool = False
 
 
 #: provider name -> profile, for every name that reads Chat Completions streams.
@@ -73,11 +77,12 @@ CHAT_PROFILES: dict[str, ServerProfile] = {
         tool_result_role="user",
         streams_tool_calls_only_when_forced=True,
         null_keys_refused=("function_call",),
+        reads_text_calls=True,
     ),
-    "llama-server": ServerProfile(gen_ai_name="llama.cpp"),
-    "vllm": ServerProfile(gen_ai_name="vllm"),
-    "lmstudio": ServerProfile(gen_ai_name="lmstudio"),
-    "ollama-openai": ServerProfile(gen_ai_name="ollama"),
+    "llama-server": ServerProfile(gen_ai_name="llama.cpp", reads_text_calls=True),
+    "vllm": ServerProfile(gen_ai_name="vllm", reads_text_calls=True),
+    "lmstudio": ServerProfile(gen_ai_name="lmstudio", reads_text_calls=True),
+    "ollama-openai": ServerProfile(gen_ai_name="ollama", reads_text_calls=True),
     "openrouter": ServerProfile(gen_ai_name="openrouter"),
     "mistral": ServerProfile(gen_ai_name="mistral_ai"),
     "xai": ServerProfile(gen_ai_name="x_ai"),

@@ -75,7 +75,7 @@ class BoundedValues:
 class Instruments:
     """The counters and the histogram toolwire records to, for one meter provider."""
 
-    __slots__ = ("_calls", "_models", "_repairs", "_sizes", "_tools", "_truncated")
+    __slots__ = ("_calls", "_families", "_models", "_repairs", "_sizes", "_tools", "_truncated")
 
     def __init__(self, meter: metrics.Meter, max_distinct: int = MAX_DISTINCT_VALUES) -> None:
         self._calls = meter.create_counter(
@@ -102,6 +102,7 @@ class Instruments:
         )
         self._tools = BoundedValues(max_distinct)
         self._models = BoundedValues(max_distinct)
+        self._families = BoundedValues(max_distinct)
 
     def record_call(
         self,
@@ -112,14 +113,22 @@ class Instruments:
         provider: str,
         model: str | None,
         raw_length: int,
+        origin: str = "structured",
+        family: str | None = None,
     ) -> None:
-        """Count one tool call (judged or not) and record its argument size."""
+        """Count one tool call (judged or not) and record its argument size.
+
+        ``origin`` is ``text`` for a call read from the model's markup in the text (its
+        ``family`` is then an attribute too: a few dozen values at most)."""
         attributes: dict[str, str] = {
             "toolwire.outcome": outcome,
             "gen_ai.tool.name": self._tools(tool),
             "gen_ai.provider.name": provider,
             "gen_ai.response.model": self._models(model) if model else UNKNOWN_MODEL,
+            "toolwire.call.origin": origin,
         }
+        if family is not None:
+            attributes["toolwire.call.family"] = self._families(family)
         sizes = dict(attributes)
         if verdict is not None:
             if outcome == "repaired" and verdict.repairs:

@@ -397,6 +397,8 @@ class TurnObserver:
             provider=self._provider,
             model=self._model,
             raw_length=len(event.arguments_raw),
+            origin=event.origin,
+            family=event.text_family,
         )
 
     def _on_judged(self, event: ToolCallReady | ToolCallRepaired | ToolCallRejected) -> None:
@@ -411,6 +413,8 @@ class TurnObserver:
             provider=self._provider,
             model=self._model,
             raw_length=verdict.raw_length or len(call.arguments_raw),
+            origin=call.origin,
+            family=call.text_family,
         )
         if isinstance(event, ToolCallReady):
             return
@@ -446,8 +450,11 @@ class TurnObserver:
             "toolwire.call.index": call.index,
             "toolwire.call.closed_by": call.closed_by,
             "toolwire.call.id_synthesized": call.id_synthesized,
+            "toolwire.call.origin": call.origin,
             "toolwire.truncated": truncated,
         }
+        if call.text_family is not None:
+            attributes["toolwire.call.family"] = call.text_family
         if self._model is not None:
             attributes["gen_ai.response.model"] = self._model
         if verdict.position is not None:

@@ -127,6 +127,7 @@ def test_one_child_span_per_repair_and_rejection(
         "toolwire.call.index": 0,
         "toolwire.call.closed_by": "finish",
         "toolwire.call.id_synthesized": False,
+        "toolwire.call.origin": "structured",
         "toolwire.truncated": False,
     }
     assert repair.status.status_code is StatusCode.UNSET
