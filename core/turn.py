@@ -207,7 +207,8 @@ class TurnBuilder:
         self._stopped_by = event.conditions
 
     def _provider_content(self, event: ProviderContent) -> None:
-        self._content = event.items
+        if event.scope == "turn":  # a block reported as it ended is in the turn's record too
+            self._content = event.items
 
     def build(self) -> Turn:
         """The turn so far (normally called after ``StreamEnd``)."""

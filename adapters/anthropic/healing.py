@@ -2,8 +2,10 @@
 
 :data:`ANTHROPIC` binds the :class:`~toolwire.adapters.anthropic.encoder.AnthropicEventEncoder`
 (whose docstring says what a client receives) with the requests and whole ``message`` bodies.
-A request that turns thinking on, or offers server tools or MCP servers, passes untouched:
-toolwire could not write their blocks back faithfully (see the encoder's module docstring).
+A request with thinking on (``enabled``, ``adaptive``, ``between_tools``; with or without
+interleaved thinking) is healed: its thinking blocks go out signed, in place (the encoder's
+module docstring). A request that offers server tools or MCP servers passes untouched: toolwire
+could not write their blocks back faithfully.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ _encode = msgspec.json.Encoder().encode
 #: ``text_editor_...``, ``computer_...``, ``memory_...``). Any other type is a server tool.
 _CLIENT_TOOL_PREFIXES = ("bash_", "text_editor_", "computer_", "memory_")
 #: The blocks a healed stream writes itself; any other block of a body is opaque to it.
-_WRITTEN = ("text", "thinking", "tool_use")
+_WRITTEN = ("text", "thinking", "redacted_thinking", "tool_use")
+#: The ``thinking.type`` values the API documents; a request with another passes untouched.
+_THINKING_TYPES = frozenset({"disabled", "enabled", "adaptive", "between_tools"})
 
 
 class AnthropicWireFormat:
@@ -39,9 +43,10 @@ class AnthropicWireFormat:
     def plan_request(self, content: bytes) -> HealPlan | None:
         """Heal a body with a ``messages`` list and client ``tools``; it goes upstream as is.
 
-        The Messages API always streams usage, so nothing is added. A request that turns
-        thinking on, or offers server tools or MCP servers, passes untouched: toolwire could
-        not write their blocks back faithfully (see the module docstring).
+        The Messages API always streams usage, so nothing is added. Thinking may be on (a
+        ``thinking`` object of a documented type). A request that offers server tools or MCP
+        servers passes untouched: toolwire could not write their blocks back faithfully (see
+        the module docstring).
         """
         body = json_object(content)
         if body is None or not isinstance(body.get("messages"), list):
@@ -51,7 +56,7 @@ class AnthropicWireFormat:
             return None
         thinking = body.get("thinking")
         if thinking is not None and not (
-            isinstance(thinking, dict) and thinking.get("type") == "disabled"
+            isinstance(thinking, dict) and thinking.get("type") in _THINKING_TYPES
         ):
             return None
         if body.get("mcp_servers"):
@@ -121,8 +126,9 @@ class AnthropicWireFormat:
         """The client's ``message``: ``first`` with the content, finish and usage sent.
 
         A block the first body holds as sent keeps every field of it there (a thinking block's
-        signature, citations, ``caller``); the first body's opaque blocks (server tools,
-        ``redacted_thinking``) stay before the blocks they preceded. Every other top-level
+        signature, citations, ``caller``); the first body's opaque blocks (server tools) stay
+        before the blocks they preceded. Its thinking and ``redacted_thinking`` blocks are
+        there when they were sent (the session sends them only in place). Every other top-level
         field of ``first`` is kept; ``stop_sequence`` only when the finish is still its own.
         """
         blocks, stop_reason, usage = _folded(items)
@@ -216,6 +222,8 @@ def _reproduces(block: Mapping[str, Any], original: Mapping[str, Any]) -> bool:
         return False
     if kind == "tool_use":
         return bool(block["id"] == original.get("id") and block["name"] == original.get("name"))
+    if kind == "redacted_thinking":
+        return bool(block.get("data") == original.get("data"))
     return bool(block.get(kind) == original.get(kind))
 
 
