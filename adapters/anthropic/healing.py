@@ -19,7 +19,9 @@ from ...core.turn import Turn
 from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object, named_sse_frame, with_first_parts
+from .blocks import THINKING_BLOCKS
 from .encoder import MESSAGE_STOP, AnthropicEventEncoder
+from .history import wire_id
 from .request import LIMIT_KEYS
 
 __all__ = ["ANTHROPIC", "AnthropicWireFormat", "open_anthropic_format"]
@@ -75,8 +77,19 @@ class AnthropicWireFormat:
     def follow_up_body(
         self, body: Mapping[str, Any], turn: Turn, next_messages: NextMessages
     ) -> dict[str, Any]:
-        """See :func:`toolwire.adapters.encoding.follow_up_body` (Messages has ``messages`` too)."""
-        return encoding.follow_up_body(body, turn, next_messages)
+        """See :func:`toolwire.adapters.encoding.follow_up_body` (Messages has ``messages`` too).
+
+        The assistant turn goes back as the API sent it, thinking blocks signed, in order
+        (:class:`~toolwire.adapters.anthropic.history.AnthropicHistory`), each rejected call
+        with input ``{}``, except a rejected call that a thinking block of the same response
+        follows: that one keeps the input the API sent, when it is an object. The thinking after
+        it was produced after it, and the API checks (for models with preserved thinking) that
+        nothing before a thinking block changed.
+        """
+        asked = encoding.follow_up_body(body, turn, next_messages)
+        assistant = asked["messages"][-2]
+        _as_sent_before_thinking(assistant.get("content"), turn)
+        return asked
 
     def raised_limit(
         self, body: Mapping[str, Any], ceiling: int
@@ -154,6 +167,25 @@ class AnthropicWireFormat:
             if isinstance(item, dict) and item.get("type") == "error":
                 return item
         return None
+
+
+def _as_sent_before_thinking(content: Any, turn: Turn) -> None:
+    """Give back, in ``content``, the input the API sent to each rejected call that a thinking
+    block follows (see :meth:`AnthropicWireFormat.follow_up_body`)."""
+    if not isinstance(content, list):
+        return
+    rejected = {
+        wire_id(call.call_id): call.arguments_raw for call in turn.calls if not call.may_run
+    }
+    thinking_after = False
+    for block in reversed(content):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in THINKING_BLOCKS:
+            thinking_after = True
+        elif kind == "tool_use" and thinking_after and block.get("id") in rejected:
+            sent = json_object(rejected[block["id"]])
+            if sent is not None:
+                block["input"] = sent
 
 
 def _client_tool(tool: Any) -> bool:

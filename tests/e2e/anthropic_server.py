@@ -261,7 +261,7 @@ def _streamed_blocks(body: bytes) -> list[dict[str, Any]]:
     return blocks
 
 
-def _bind_prefixes(server: ScriptedMessagesServer, request: dict[str, Any], body: bytes) -> None:
+def bind_prefixes(server: ScriptedMessagesServer, request: dict[str, Any], body: bytes) -> None:
     """Bind each thinking block of a reply to the prefix it is produced after."""
     blocks = _streamed_blocks(body)
     for index, block in enumerate(blocks):
@@ -311,7 +311,7 @@ class _Handler(LoopbackHandler[ScriptedMessagesServer]):
             self.send_body(400, _error_body("invalid_request_error", "; ".join(problems)))
             return
         if reply.status == 200:
-            _bind_prefixes(self.script, request, reply.body)
+            bind_prefixes(self.script, request, reply.body)
             if request.get("stream") is not True and reply.cut == "none":
                 self.send_body(200, _whole_message(reply.body))
                 return
