@@ -377,6 +377,13 @@ async def test_thinking_after_a_rejected_call_is_not_sent(anyio_backend: str) ->
         ("thinking", "About the bad one."),
         _use("toolu_c", OTHER),
     )
+    # The retry replays the bad call as the API sent it, not ``{}``: the thinking after it was
+    # produced after it (the server's prefix check refuses the retry otherwise).
+    assistant = exchange.asked[1]["messages"][-2]
+    assert [b.get("input") for b in assistant["content"] if b["type"] == "tool_use"] == [
+        json.loads(BAD),
+        OTHER,
+    ]
     await exchange.respond(_use("toolu_b2", GOOD))
     assert _shape(await exchange.message()) == [
         ("thinking", "Two files."),
