@@ -257,7 +257,7 @@ def _streamed_blocks(body: bytes) -> list[dict[str, Any]]:
         try:
             blocks[index]["input"] = json.loads(text) if text else {}
         except json.JSONDecodeError:
-            blocks[index]["input"] = None  # cut: the client never gets it whole
+            blocks[index]["input"] = {}  # cut: a whole message holds an object all the same
     return blocks
 
 
