@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,19 @@ CUT_MAKE_FILE_ID = "toolu_01EKqbqmZrGRXy18eN7m9kvY"
 OVERLOADED = STREAMS / "anthropic" / "error_overloaded_mid_stream.derived.sse"
 
 _ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+#: The tool of the thinking tests: write lines to a file.
+MAKE_FILE: dict[str, Any] = {
+    "name": "make_file",
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "filename": {"type": "string"},
+            "lines_of_text": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["filename", "lines_of_text"],
+    },
+}
 
 
 @dataclass
@@ -231,15 +245,19 @@ def _prefix(request: dict[str, Any], messages: list[Any], before: list[dict[str,
     return json.dumps([head, history, [_canonical(b) for b in before]], sort_keys=True)
 
 
+def _payloads(body: bytes) -> Iterator[dict[str, Any]]:
+    """The ``data:`` payload of each event of a streamed reply, decoded."""
+    for event in sse_events(body):
+        data = next((line[6:] for line in event.split(b"\n") if line.startswith(b"data: ")), None)
+        if data is not None:
+            yield json.loads(data)
+
+
 def _streamed_blocks(body: bytes) -> list[dict[str, Any]]:
     """The content blocks of a streamed reply, whole (``tool_use`` input parsed when it is)."""
     blocks: list[dict[str, Any]] = []
     inputs: dict[int, str] = {}
-    for event in sse_events(body):
-        data = next((line[6:] for line in event.split(b"\n") if line.startswith(b"data: ")), None)
-        if data is None:
-            continue
-        payload = json.loads(data)
+    for payload in _payloads(body):
         kind = payload.get("type")
         if kind == "content_block_start":
             blocks.append(dict(payload["content_block"]))
@@ -273,11 +291,7 @@ def bind_prefixes(server: ScriptedMessagesServer, request: dict[str, Any], body:
 def _whole_message(body: bytes) -> bytes:
     """A streamed reply folded into the ``message`` body the API sends when not streaming."""
     message: dict[str, Any] = {}
-    for event in sse_events(body):
-        data = next((line[6:] for line in event.split(b"\n") if line.startswith(b"data: ")), None)
-        if data is None:
-            continue
-        payload = json.loads(data)
+    for payload in _payloads(body):
         if payload.get("type") == "message_start":
             message = dict(payload["message"])
         elif payload.get("type") == "message_delta":

@@ -19,7 +19,13 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from e2e.anthropic_server import Reply, ScriptedMessagesServer, messages_reply, running_server
+from e2e.anthropic_server import (
+    MAKE_FILE,
+    Reply,
+    ScriptedMessagesServer,
+    messages_reply,
+    running_server,
+)
 
 import toolwire
 from toolwire.heal import Httpx2Bridge
@@ -31,17 +37,6 @@ pytestmark = [
     ),
 ]
 
-MAKE_FILE: dict[str, Any] = {
-    "name": "make_file",
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "filename": {"type": "string"},
-            "lines_of_text": {"type": "array", "items": {"type": "string"}},
-        },
-        "required": ["filename", "lines_of_text"],
-    },
-}
 GOOD = {"filename": "taxes.txt", "lines_of_text": ["# TAX GUIDE", "Keep it short."]}
 OTHER = {"filename": "notes.txt", "lines_of_text": ["notes"]}
 CUT = '{"filename": "taxes.txt", "lines_of_text": ["# TAX GUIDE", "Keep'

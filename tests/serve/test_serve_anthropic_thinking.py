@@ -11,7 +11,13 @@ from typing import Any
 
 import anthropic
 import pytest
-from e2e.anthropic_server import Reply, ScriptedMessagesServer, messages_reply, running_server
+from e2e.anthropic_server import (
+    MAKE_FILE,
+    Reply,
+    ScriptedMessagesServer,
+    messages_reply,
+    running_server,
+)
 
 from .proxy import Proxy, running_proxy
 
@@ -22,17 +28,6 @@ pytestmark = [
     ),
 ]
 
-MAKE_FILE: dict[str, Any] = {
-    "name": "make_file",
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "filename": {"type": "string"},
-            "lines_of_text": {"type": "array", "items": {"type": "string"}},
-        },
-        "required": ["filename", "lines_of_text"],
-    },
-}
 GOOD = {"filename": "taxes.txt", "lines_of_text": ["# TAX GUIDE"]}
 USER: dict[str, Any] = {"role": "user", "content": "Write a tax guide to taxes.txt"}
 BODY: dict[str, Any] = {

@@ -22,6 +22,7 @@ import msgspec
 import pytest
 from _toolwire_testdata import data_payloads, every_recording, load_stream
 from e2e.anthropic_server import (
+    MAKE_FILE,
     ScriptedMessagesServer,
     bind_prefixes,
     history_errors,
@@ -39,17 +40,6 @@ pytestmark = pytest.mark.anyio
 THINKING_RECORDINGS = [
     path for path, provider in every_recording() if provider == "anthropic" and "thinking" in path
 ]
-MAKE_FILE: dict[str, Any] = {
-    "name": "make_file",
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "filename": {"type": "string"},
-            "lines_of_text": {"type": "array", "items": {"type": "string"}},
-        },
-        "required": ["filename", "lines_of_text"],
-    },
-}
 GOOD = {"filename": "taxes.txt", "lines_of_text": ["# TAX GUIDE"]}
 OTHER = {"filename": "notes.txt", "lines_of_text": ["notes"]}
 BAD = '{"filename": "b.txt"}'  # misses lines_of_text
