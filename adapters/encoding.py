@@ -20,13 +20,14 @@ mapper run backwards; what is the same in all of them is written once here:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
 from ..core.events import (
     Event,
     Finish,
+    ProviderContent,
     ProviderError,
     ReasoningDelta,
     ResponseInfo,
@@ -51,6 +52,7 @@ __all__ = [
     "follow_up_body",
     "json_object",
     "named_sse_frame",
+    "provider_blocks",
     "raised_limit",
     "re_encode",
     "sse_frame",
@@ -103,7 +105,12 @@ class EncoderState:
     report, the call ids used (``id_separator`` as in :class:`CallIds`) and the opening sent
     once: a format's encoder writes :meth:`_opened` (the role chunk, ``message_start``,
     ``response.created``...) and calls :meth:`_opening` before anything else it sends.
+    A format whose reasoning is signed sets :attr:`SIGNED_REASONING` and writes
+    :meth:`provider_block`.
     """
+
+    #: Reasoning is not signed: held reasoning may go out later (see ``HealEncoder``).
+    SIGNED_REASONING: ClassVar[bool] = False
 
     __slots__ = ("_calls_sent", "_failed", "_finished", "_ids", "_started", "_usage")
 
@@ -129,6 +136,11 @@ class EncoderState:
         """The usage to report with the finish or the end (the healing session gives the sum
         over the exchange)."""
         self._usage = usage
+
+    def provider_block(self, block: Any) -> list[WireItem]:
+        """A provider's opaque block reported as it ended: nothing, for a format that writes
+        none."""
+        return []
 
     def _opening(self, out: list[WireItem]) -> None:
         """Append what opens the response to ``out``, the first time only."""
@@ -195,13 +207,14 @@ def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
 def re_encode(encoder: HealEncoder, event: Event) -> list[WireItem]:
     """What ``event`` of a judged stream puts on the wire with no healing, in any format.
 
-    The one plain re-encoding behind every encoder's ``feed``: text, reasoning and accepted
-    calls at once; a rejected call, the events of calls still being judged and anything
-    unknown, nothing; usage counted (``encoder.usage``: each format knows whether its reports
-    add up or are cumulative); a fatal provider error as the format's in-band error; the
-    finish as the client's finish; after a finish, the stream's end closes the response even
-    when the server left its end marker out. A stream that dropped gets neither a finish nor
-    an end, as it had none.
+    The one plain re-encoding behind every encoder's ``feed``: text, reasoning and accepted calls at
+    once; a rejected call, the events of calls still being judged and anything unknown, nothing; a
+    provider block reported as it ended (a signed thinking block) as the format writes it
+    (``encoder.provider_block``); usage counted (``encoder.usage``: each format knows whether its
+    reports add up or are cumulative); a fatal provider error as the format's in-band error; the
+    finish as the client's finish; after a finish, the stream's end closes the response even when
+    the server left its end marker out. A stream that dropped gets neither a finish nor an end, as
+    it had none.
     """
     match event:
         case TextDelta():
@@ -212,6 +225,8 @@ def re_encode(encoder: HealEncoder, event: Event) -> list[WireItem]:
             return encoder.call(event)
         case ResponseInfo():
             return encoder.info(event)
+        case ProviderContent(scope="block"):
+            return provider_blocks(encoder, event)
         case Usage():
             encoder.usage(event)
         case ProviderError() if event.fatal and event.kind != "transport":
@@ -222,6 +237,11 @@ def re_encode(encoder: HealEncoder, event: Event) -> list[WireItem]:
         case StreamEnd() if encoder.finished:
             return encoder.end()
     return []
+
+
+def provider_blocks(encoder: HealEncoder, event: ProviderContent) -> list[WireItem]:
+    """What the blocks of ``event`` (reported as each ended) put on the wire, in order."""
+    return [item for block in event.items for item in encoder.provider_block(block)]
 
 
 def json_object(data: bytes | str) -> dict[str, Any] | None:

@@ -347,9 +347,15 @@ class ProviderContent(Event, frozen=True, tag="provider.content"):
     Responses reasoning items). ``items`` are that provider's own JSON objects, in stream order;
     a call's entry names toolwire's ``call_id`` so that its arguments are written from the
     verdict, never from the raw text. Only the adapter's history format reads them.
+
+    ``scope="block"``: one opaque block reported as it ended, before anything that follows it
+    (Anthropic ``thinking`` with its signature, ``redacted_thinking``), so that a writer can
+    send it on in stream order; ``items`` holds that block alone. The whole record still comes
+    once, with ``scope="turn"``, before ``Finish``: only that one is the turn's.
     """
 
     items: tuple[Any, ...] = ()
+    scope: Literal["turn", "block"] = "turn"
 
 
 class TurnStopped(Event, frozen=True, tag="turn.stopped"):

@@ -220,7 +220,8 @@ class TurnBuilder:
         self._stopped_by = event.conditions
 
     def _provider_content(self, event: ProviderContent) -> None:
-        self._content = event.items
+        if event.scope == "turn":  # a block reported as it ended is in the turn's record too
+            self._content = event.items
 
     def _text_call_markup(self, event: TextCallMarkup) -> None:
         self._markup = event

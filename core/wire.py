@@ -104,6 +104,10 @@ class HealEncoder(Protocol):
     LENGTH: ClassVar[str]
     #: The client's finish for a turn that ends with calls to run (``tool_calls``, ``tool_use``).
     CALLS: ClassVar[str]
+    #: The format's reasoning is signed over everything before it (Anthropic thinking): it
+    #: goes out only where the model wrote it, as it comes, and never later (a retry's, or
+    #: what followed a rejected call, whose context the client never sees, is dropped).
+    SIGNED_REASONING: ClassVar[bool]
 
     @property
     def calls_sent(self) -> int:
@@ -121,6 +125,10 @@ class HealEncoder(Protocol):
 
     def reasoning(self, text: str) -> list[WireItem]:
         """A piece of reasoning, at once."""
+
+    def provider_block(self, block: Any) -> list[WireItem]:
+        """A provider's opaque block reported whole as it ended (``ProviderContent`` with
+        ``scope="block"``: a signed thinking block); nothing for a format that writes none."""
 
     def call(self, event: ToolCallReady | ToolCallRepaired) -> list[WireItem]:
         """One accepted call, whole (its arguments as the kit's ``call_arguments`` writes them)."""

@@ -14,7 +14,10 @@ What the client can rely on:
 - The first response's text and reasoning pass through as they arrive. A retry's are held: the
   client never saw the rejected call, so what the model says about the rejection would make no
   sense to it. They go out only when the retry brings no call at all (the model chose to
-  answer in words, and that answer is the turn's end).
+  answer in words, and that answer is the turn's end). Signed reasoning (Anthropic thinking,
+  ``HealEncoder.SIGNED_REASONING``) is verified against everything before it, so it goes out
+  only in place: the first response's, until a call of it is rejected; a retry's, and what
+  followed a rejected call, never (their context is one the client never sees).
 - A retry's call identical (same name, same arguments) to one already sent is not sent again:
   the model was told that call runs, and a tool must run once.
 - Each rejected call is healed by asking again (the format's ``follow_up_body``),
@@ -34,10 +37,11 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from ..adapters.encoding import add_usage
+from ..adapters.encoding import add_usage, provider_blocks
 from ..core.events import (
     Event,
     Finish,
+    ProviderContent,
     ProviderError,
     ReasoningDelta,
     ResponseInfo,
@@ -225,9 +229,12 @@ class HealSession:
                     return encoder.text(event.text)
                 self._held.append(event)
             case ReasoningDelta():
-                if first:
+                if self._in_place():
                     return encoder.reasoning(event.text)
-                self._held.append(event)
+                if not encoder.SIGNED_REASONING:
+                    self._held.append(event)
+            case ProviderContent(scope="block") if self._in_place():
+                return provider_blocks(encoder, event)
             case ToolCallReady() | ToolCallRepaired():
                 return self._accepted(event)
             case ToolCallRejected():
@@ -243,6 +250,11 @@ class HealSession:
             case Finish():
                 self._finish = event
         return []
+
+    def _in_place(self) -> bool:
+        """Reasoning goes out as it comes: in the first response, and for signed reasoning
+        only until a call of it was rejected (see the module docstring)."""
+        return self.attempt == 0 and not (self._rejected and self.encoder.SIGNED_REASONING)
 
     def _accepted(self, event: ToolCallReady | ToolCallRepaired) -> list[WireItem]:
         call = event.call

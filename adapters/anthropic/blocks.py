@@ -11,7 +11,9 @@ mapper reads; :meth:`ContentRecord.snapshot` gives them as plain dicts.
 ``input`` is written by the history format from the judged call, never from the raw text.
 
 The mapper emits the snapshot as a ``ProviderContent`` event before ``Finish``, so it travels
-with the ``Turn`` (``Turn.provider_content``) wherever the turn goes.
+with the ``Turn`` (``Turn.provider_content``) wherever the turn goes; each signed ``thinking``
+and each ``redacted_thinking`` block is also reported alone as it ends (``scope="block"``), for
+the healing encoder, which must send it, signed, before the calls that follow it.
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ import msgspec
 from ...core.accumulate import OpenCall
 from ...core.turn import Turn
 
-__all__ = ["ContentBlock", "ContentRecord", "recorded_content"]
+__all__ = ["THINKING_BLOCKS", "ContentBlock", "ContentRecord", "recorded_content"]
 
 #: Client-side tool calls: judged and dispatched by toolwire.
 TOOL_USE = "tool_use"
+#: The blocks of the model's reasoning, which the API verifies when they come back: reported
+#: whole as each one ends (``ProviderContent`` with ``scope="block"``).
+THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 #: Server-side tool calls: run by Anthropic, never judged or dispatched here.
 SERVER_TOOL_USES = frozenset({"server_tool_use", "mcp_tool_use"})
 

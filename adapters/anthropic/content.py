@@ -4,10 +4,13 @@ Blocks are addressed by the API's block index; each kind is read its own way:
 
 - ``text`` -> ``TextDelta`` (``citations_delta`` kept for replay);
 - ``thinking`` -> ``ReasoningDelta``; its ``signature_delta`` kept byte for byte for replay;
+  at its ``content_block_stop`` the signed block is reported whole (``ProviderContent`` with
+  ``scope="block"``), so that a writer sends the signature before whatever follows the block;
 - ``tool_use`` -> a toolwire call (:class:`~toolwire.core.accumulate.CallAccumulator`
   ``start`` / ``append_to`` / ``close``), its ``input_json_delta`` pieces appended raw;
 - ``server_tool_use`` / ``mcp_tool_use`` -> kept for replay, never a toolwire call;
-- anything else (``redacted_thinking``, ``*_tool_result``, blocks added later) -> kept opaque.
+- anything else (``redacted_thinking``, ``*_tool_result``, blocks added later) -> kept opaque;
+  a ``redacted_thinking`` block is reported at its stop like a signed ``thinking`` block.
 
 A delta that does not fit its block (an unknown delta type, a delta for a block that never
 started, or for a ``tool_use`` block after its stop) is an unreadable piece: every call open then
@@ -20,10 +23,10 @@ from typing import Any
 
 import msgspec
 
-from ...core.events import Event, ProviderError, ReasoningDelta, TextDelta
+from ...core.events import Event, ProviderContent, ProviderError, ReasoningDelta, TextDelta
 from ...core.jsonscan import unterminated
 from ...core.stream_state import StreamState
-from .blocks import SERVER_TOOL_USES, TOOL_USE, ContentBlock, ContentRecord
+from .blocks import SERVER_TOOL_USES, THINKING_BLOCKS, TOOL_USE, ContentBlock, ContentRecord
 from .wire import BlockStart, StreamEvent, quote_raw
 
 __all__ = ["ContentReader"]
@@ -124,7 +127,8 @@ class ContentReader:
         self._lost(out, f"a {dtype!r} delta for a {kind!r} block", raw)
 
     def stop(self, event: StreamEvent, out: list[Event], raw: object) -> None:
-        """``content_block_stop``: the block is whole; a ``tool_use`` call closes."""
+        """``content_block_stop``: the block is whole; a ``tool_use`` call closes; a signed
+        ``thinking`` block or a ``redacted_thinking`` block is reported whole."""
         index = event.index
         block = self._record.by_index.get(index) if index is not None else None
         if block is None or block.stopped:
@@ -138,6 +142,11 @@ class ContentReader:
             )
             return
         block.stopped = True
+        if block.kind in THINKING_BLOCKS:
+            whole = block.snapshot()  # None for a thinking block that came without a signature
+            if whole is not None:
+                out.append(ProviderContent(items=(whole,), scope="block"))
+            return
         call = block.call
         if call is None or call.closed:
             return

@@ -23,17 +23,20 @@ encoder keeps (:mod:`toolwire.adapters.openai_chat.encoder` states it):
   not carry which sequence matched.
 - An error is an ``error`` event, last: the ``anthropic`` SDK raises ``APIStatusError`` on it.
 
-Thinking. Reasoning goes out at once as a ``thinking`` block; its ``signature``, which the API
-verifies when the client sends the turn back, goes out only through
-:meth:`AnthropicEventEncoder.thinking_signature`. toolwire's events bring the signature too late
-for that: only in ``ProviderContent`` at the end of the response, after the ``tool_use`` blocks
-the thinking block must precede. An unsigned thinking block makes the client's next request
-fail, and so does a tool turn without its thinking block; so a request that turns thinking on
-is not healed at all (:meth:`AnthropicWireFormat.plan_request`) until the mapper reports each
-signature as its block ends. A request that offers server tools (``web_search``,
-``code_execution``..., MCP servers) passes untouched for the same reason: their blocks, like
-``redacted_thinking`` and citations, reach toolwire only in ``ProviderContent``. (A whole body,
-healed, keeps all of these from the first body: :meth:`AnthropicWireFormat.healed_body`.)
+Thinking (``thinking`` on, and interleaved thinking: blocks of thinking between calls). The API
+verifies every thinking block a client sends back: its ``signature`` must be the one the API gave
+for that text, and a tool turn must start with its thinking. So a thinking block goes out where the
+model wrote it, signed, before the blocks that follow it: its text at once, piece by piece, in an
+open ``thinking`` block; its ``signature_delta`` and its ``content_block_stop`` as the mapper
+reports the block whole, at its own ``content_block_stop``
+(:meth:`AnthropicEventEncoder.provider_block`), before any call that follows it. A
+``redacted_thinking`` block goes out as received, in that same place. A thinking block that never
+got its signature (a stream cut inside it) is never closed signed: that response ends without a
+finish, as it came. The healing session sends a response's thinking only while its context is the
+client's (:attr:`AnthropicEventEncoder.SIGNED_REASONING`). A request that offers server tools
+(``web_search``, ``code_execution``..., MCP servers) passes untouched: their blocks, like citations,
+reach toolwire only in ``ProviderContent``. (A whole body, healed, keeps them from the first body:
+:meth:`AnthropicWireFormat.healed_body`.)
 """
 
 from __future__ import annotations
@@ -75,6 +78,10 @@ class AnthropicEventEncoder(EncoderState):
     LENGTH: ClassVar[str] = "max_tokens"
     #: The client's finish for a turn that ends with calls to run.
     CALLS: ClassVar[str] = "tool_use"
+    #: A thinking block is signed over everything before it: the API refuses it (or, with
+    #: preserved thinking, drops it) anywhere else than where the model wrote it. The healing
+    #: session therefore never sends a retry's thinking, nor what followed a rejected call.
+    SIGNED_REASONING: ClassVar[bool] = True
 
     __slots__ = ("_message_id", "_model", "_next_index", "_open")
 
@@ -146,15 +153,42 @@ class AnthropicEventEncoder(EncoderState):
         return self._piece("thinking", {"type": "thinking_delta", "thinking": text})
 
     def thinking_signature(self, signature: str) -> list[WireItem]:
-        """The open thinking block's signature, before the block closes; else nothing.
-
-        Not called by the healing session yet: toolwire's events bring the signature only at
-        the end of the response (see the module docstring).
-        """
+        """The open thinking block's signature, before the block closes; else nothing."""
         if self._open != "thinking" or not signature:
             return []
         delta = {"type": "signature_delta", "signature": signature}
         return [{"type": "content_block_delta", "index": self._next_index - 1, "delta": delta}]
+
+    def provider_block(self, block: Any) -> list[WireItem]:
+        """A signed ``thinking`` block or a ``redacted_thinking`` block, whole, as it ended.
+
+        The open thinking block (its text went out at once, piece by piece) gets its
+        ``signature_delta`` and closes. A thinking block none of whose text went out (an empty
+        one, as ``display: "omitted"`` sends) goes out whole: its start, its text, its
+        signature, its stop, as the API streams it. A ``redacted_thinking`` block goes out as
+        received in a block of its own. Anything else: nothing.
+        """
+        out: list[WireItem] = []
+        if not isinstance(block, dict):
+            return out
+        kind = block.get("type")
+        signature = block.get("signature")
+        if kind == "thinking" and isinstance(signature, str) and signature:
+            self._opening(out)
+            if self._open != "thinking":
+                index = self._start(out, dict(_EMPTY_THINKING))
+                self._open = "thinking"
+                text = block.get("thinking")
+                if isinstance(text, str) and text:
+                    delta = {"type": "thinking_delta", "thinking": text}
+                    out.append({"type": "content_block_delta", "index": index, "delta": delta})
+            out += self.thinking_signature(signature)
+            self._close(out)
+        elif kind == "redacted_thinking":
+            self._opening(out)
+            index = self._start(out, dict(block))
+            out.append({"type": "content_block_stop", "index": index})
+        return out
 
     def call(self, event: ToolCallReady | ToolCallRepaired) -> list[WireItem]:
         """One accepted call, whole: a ``tool_use`` block with its input in one delta."""

@@ -2,8 +2,10 @@
 
 :data:`ANTHROPIC` binds the :class:`~toolwire.adapters.anthropic.encoder.AnthropicEventEncoder`
 (whose docstring says what a client receives) with the requests and whole ``message`` bodies.
-A request that turns thinking on, or offers server tools or MCP servers, passes untouched:
-toolwire could not write their blocks back faithfully (see the encoder's module docstring).
+A request with thinking on (``enabled``, ``adaptive``, ``between_tools``; with or without
+interleaved thinking) is healed: its thinking blocks go out signed, in place (the encoder's
+module docstring). A request that offers server tools or MCP servers passes untouched: toolwire
+could not write their blocks back faithfully.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from ...core.turn import Turn
 from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object, named_sse_frame, with_first_parts
+from .blocks import THINKING_BLOCKS
 from .encoder import MESSAGE_STOP, AnthropicEventEncoder
+from .history import wire_id
 from .request import LIMIT_KEYS
 
 __all__ = ["ANTHROPIC", "AnthropicWireFormat", "open_anthropic_format"]
@@ -27,7 +31,9 @@ _encode = msgspec.json.Encoder().encode
 #: ``text_editor_...``, ``computer_...``, ``memory_...``). Any other type is a server tool.
 _CLIENT_TOOL_PREFIXES = ("bash_", "text_editor_", "computer_", "memory_")
 #: The blocks a healed stream writes itself; any other block of a body is opaque to it.
-_WRITTEN = ("text", "thinking", "tool_use")
+_WRITTEN = ("text", "thinking", "redacted_thinking", "tool_use")
+#: The ``thinking.type`` values the API documents; a request with another passes untouched.
+_THINKING_TYPES = frozenset({"disabled", "enabled", "adaptive", "between_tools"})
 
 
 class AnthropicWireFormat:
@@ -39,9 +45,10 @@ class AnthropicWireFormat:
     def plan_request(self, content: bytes) -> HealPlan | None:
         """Heal a body with a ``messages`` list and client ``tools``; it goes upstream as is.
 
-        The Messages API always streams usage, so nothing is added. A request that turns
-        thinking on, or offers server tools or MCP servers, passes untouched: toolwire could
-        not write their blocks back faithfully (see the module docstring).
+        The Messages API always streams usage, so nothing is added. Thinking may be on (a
+        ``thinking`` object of a documented type). A request that offers server tools or MCP
+        servers passes untouched: toolwire could not write their blocks back faithfully (see
+        the module docstring).
         """
         body = json_object(content)
         if body is None or not isinstance(body.get("messages"), list):
@@ -51,7 +58,7 @@ class AnthropicWireFormat:
             return None
         thinking = body.get("thinking")
         if thinking is not None and not (
-            isinstance(thinking, dict) and thinking.get("type") == "disabled"
+            isinstance(thinking, dict) and thinking.get("type") in _THINKING_TYPES
         ):
             return None
         if body.get("mcp_servers"):
@@ -70,8 +77,19 @@ class AnthropicWireFormat:
     def follow_up_body(
         self, body: Mapping[str, Any], turn: Turn, next_messages: NextMessages
     ) -> dict[str, Any]:
-        """See :func:`toolwire.adapters.encoding.follow_up_body` (Messages has ``messages`` too)."""
-        return encoding.follow_up_body(body, turn, next_messages)
+        """See :func:`toolwire.adapters.encoding.follow_up_body` (Messages has ``messages`` too).
+
+        The assistant turn goes back as the API sent it, thinking blocks signed, in order
+        (:class:`~toolwire.adapters.anthropic.history.AnthropicHistory`), each rejected call
+        with input ``{}``, except a rejected call that a thinking block of the same response
+        follows: that one keeps the input the API sent, when it is an object. The thinking after
+        it was produced after it, and the API checks (for models with preserved thinking) that
+        nothing before a thinking block changed.
+        """
+        asked = encoding.follow_up_body(body, turn, next_messages)
+        assistant = asked["messages"][-2]
+        _as_sent_before_thinking(assistant.get("content"), turn)
+        return asked
 
     def raised_limit(
         self, body: Mapping[str, Any], ceiling: int
@@ -121,8 +139,9 @@ class AnthropicWireFormat:
         """The client's ``message``: ``first`` with the content, finish and usage sent.
 
         A block the first body holds as sent keeps every field of it there (a thinking block's
-        signature, citations, ``caller``); the first body's opaque blocks (server tools,
-        ``redacted_thinking``) stay before the blocks they preceded. Every other top-level
+        signature, citations, ``caller``); the first body's opaque blocks (server tools) stay
+        before the blocks they preceded. Its thinking and ``redacted_thinking`` blocks are
+        there when they were sent (the session sends them only in place). Every other top-level
         field of ``first`` is kept; ``stop_sequence`` only when the finish is still its own.
         """
         blocks, stop_reason, usage = _folded(items)
@@ -148,6 +167,25 @@ class AnthropicWireFormat:
             if isinstance(item, dict) and item.get("type") == "error":
                 return item
         return None
+
+
+def _as_sent_before_thinking(content: Any, turn: Turn) -> None:
+    """Give back, in ``content``, the input the API sent to each rejected call that a thinking
+    block follows (see :meth:`AnthropicWireFormat.follow_up_body`)."""
+    if not isinstance(content, list):
+        return
+    rejected = {
+        wire_id(call.call_id): call.arguments_raw for call in turn.calls if not call.may_run
+    }
+    thinking_after = False
+    for block in reversed(content):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in THINKING_BLOCKS:
+            thinking_after = True
+        elif kind == "tool_use" and thinking_after and block.get("id") in rejected:
+            sent = json_object(rejected[block["id"]])
+            if sent is not None:
+                block["input"] = sent
 
 
 def _client_tool(tool: Any) -> bool:
@@ -216,6 +254,8 @@ def _reproduces(block: Mapping[str, Any], original: Mapping[str, Any]) -> bool:
         return False
     if kind == "tool_use":
         return bool(block["id"] == original.get("id") and block["name"] == original.get("name"))
+    if kind == "redacted_thinking":
+        return bool(block.get("data") == original.get("data"))
     return bool(block.get(kind) == original.get(kind))
 
 

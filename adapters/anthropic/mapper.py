@@ -21,7 +21,9 @@ here come from the recordings in ``shared/fixtures/streams/anthropic/``:
   the finish: only the finish knows what cut it (``max_tokens`` names the limit), so that the
   message to the model says the cause instead of "not known".
 - ``thinking_delta`` is reasoning; ``signature_delta`` and ``redacted_thinking`` blocks are kept
-  for replay (:mod:`.blocks`). ``server_tool_use`` blocks and their results
+  for replay (:mod:`.blocks`), and each such block is reported whole, signed, at its
+  ``content_block_stop`` (``ProviderContent`` with ``scope="block"``), before anything that
+  follows it: a writer can send it on in order. ``server_tool_use`` blocks and their results
   (``thinking_text_server_tool_use_text.sse``) are run by Anthropic: they are kept for replay
   and never opened as calls, so they are never judged or dispatched.
 - ``event: error`` (``overloaded_error`` mid-stream, ``error_overloaded_mid_stream.derived.sse``)

@@ -112,17 +112,3 @@ async def test_past_the_retries_a_limit_cut_ends_max_tokens_with_no_call(
     assert _tool_uses(message) == []
     assert message.stop_reason == "max_tokens"  # the client's own limit handling fires
     assert len(server.requests) == 1
-
-
-async def test_a_request_with_thinking_on_passes_through_untouched(
-    anyio_backend: str, server: ScriptedMessagesServer
-) -> None:
-    body = messages_reply(server, ("thinking", "plan"), ("tool_use", "t1", "make_file", "{"))
-    server.script(Reply(body))
-    async with healed(server.base_url) as client:
-        async with client.messages.stream(
-            **BODY, thinking={"type": "enabled", "budget_tokens": 1024}
-        ) as stream:
-            events = [event.type async for event in stream]
-    assert "content_block_start" in events
-    assert len(server.requests) == 1  # nothing healed, nothing asked again

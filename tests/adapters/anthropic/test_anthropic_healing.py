@@ -732,6 +732,9 @@ def test_which_requests_are_healed() -> None:
     assert whole is not None
     assert not whole.streaming
     assert _plan(_request(thinking={"type": "disabled"})) is not None
+    # Thinking on is healed too (tests/adapters/anthropic/test_anthropic_thinking_healing.py).
+    assert _plan(_request(thinking={"type": "enabled", "budget_tokens": 1024})) is not None
+    assert _plan(_request(thinking={"type": "adaptive"})) is not None
     bash = {"type": "bash_20250124", "name": "bash"}
     assert _plan(_request(tools=[MAKE_FILE, bash, {**MAKE_FILE, "type": "custom"}])) is not None
 
@@ -742,8 +745,8 @@ def test_which_requests_are_healed() -> None:
         {k: v for k, v in _request().items() if k != "tools"},
         _request(tools=[]),
         _request(messages="hi"),
-        _request(thinking={"type": "enabled", "budget_tokens": 1024}),
-        _request(thinking={"type": "adaptive"}),
+        _request(thinking={"type": "telepathic"}),  # not a type the API documents
+        _request(thinking="on"),
         _request(tools=[MAKE_FILE, {"type": "web_search_20250305", "name": "web_search"}]),
         _request(mcp_servers=[{"type": "url", "url": "https://mcp.test", "name": "m"}]),
         _request(tools=["make_file"]),
