@@ -20,6 +20,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
 from .adapters.history import HistoryFormat, HistoryProblem
+from .adapters.parser_errors import parser_error_readers
 from .adapters.registry import check_max_tokens, history_format, open_mapper, read_request
 from .core.errors import ConfigurationError
 from .core.events import Event, StopCondition
@@ -259,6 +260,7 @@ class Pipeline:
                 max_tokens=max_tokens,
                 stop_sequences=stop_sequences,
                 max_argument_chars=policy.max_bytes,
+                parser_errors=parser_error_readers(self._provider),
             ),
             tuple(stages),
             request_model,

@@ -61,6 +61,17 @@ class MapperBase:
             self._end(out)
         return out
 
+    def fail_response(self, error: ProviderError, status: int, body: bytes) -> list[Event]:
+        """A non-2xx response (:class:`~toolwire.core.mapper.ReadsErrorBody`): :meth:`fail`,
+        unless ``body`` is a known tool-parser failure of the server (the model's broken call,
+        read from what the body quotes) or a refusal of the request's history.
+        """
+        out: list[Event] = []
+        if not self._state.ended:
+            self._state.fatal_or_known(out, error, status, body)
+            self._end(out)
+        return out
+
     # -- the shared steps ----------------------------------------------------------------------
 
     def _end(self, out: list[Event]) -> None:

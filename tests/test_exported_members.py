@@ -71,6 +71,8 @@ LOWLEVEL = [
     "JudgeStage",
     "MapperFactory",
     "MapperSettings",
+    "ParserErrorFacts",
+    "ParserErrorReader",
     "ProviderMapper",
     "Source",
     "Stage",
@@ -82,6 +84,7 @@ LOWLEVEL = [
     "event_stage",
     "history_format",
     "not_run_result",
+    "register_parser_error",
     "rejected_result",
     "render_message",
 ]

@@ -349,16 +349,16 @@ class OllamaMapper(MapperBase):
             code = str(body.code) if body.code is not None else body.type
         else:
             message = body or "provider error"
-        self._state.fatal(
-            out,
-            ProviderError(
-                message=message,
-                kind="error_payload",
-                code=code,
-                raw=cap_text(data) if data else "",
-                fatal=True,
-            ),
+        error = ProviderError(
+            message=message,
+            kind="error_payload",
+            code=code,
+            raw=cap_text(data) if data else "",
+            fatal=True,
         )
+        # A known tool-parser failure in band (Ollama's ``error parsing tool call``) is the
+        # model's broken call, not a failure of the server.
+        self._state.fatal_or_known(out, error, None, data or message.encode())
 
 
 _NO_FIELDS = "none of Ollama's fields (message, done, error)"

@@ -125,7 +125,7 @@ _DEFAULT_SETTINGS = MapperSettings()
 
 #: Said after "empty body" for a server that streams tool calls only when one is forced.
 FORCED_TOOL_HINT = (
-    "; this server sends an empty body when a streamed request with tool_choice \"auto\" picks "
+    '; this server sends an empty body when a streamed request with tool_choice "auto" picks '
     "a tool (llama-cpp-python): name the function in tool_choice"
 )
 
@@ -341,13 +341,13 @@ class OpenAIChatMapper(MapperBase):
             code = str(body.code) if body.code is not None else body.type
         else:
             message = body or chunk.message or "provider error"
-        self._state.fatal(
-            out,
-            ProviderError(
-                message=message,
-                kind="error_payload",
-                code=code,
-                raw=cap_text(data) if data else "",
-                fatal=True,
-            ),
+        error = ProviderError(
+            message=message,
+            kind="error_payload",
+            code=code,
+            raw=cap_text(data) if data else "",
+            fatal=True,
         )
+        # A known tool-parser failure in band (Ollama's ``error parsing tool call``) is the
+        # model's broken call, not a failure of the server.
+        self._state.fatal_or_known(out, error, None, data or message.encode())
