@@ -17,7 +17,8 @@ people who build on toolwire rather than with it:
   knows a format's requests and whole bodies (a :class:`HealPlan` says what goes upstream) and
   opens a :class:`HealEncoder`, which writes one client response event by event.
 - **The history port**: :class:`HistoryFormat` writes and checks one provider's history, the
-  :class:`HistoryProblem` entries are what it finds; :func:`history_format` gives a built-in
+  :class:`HistoryProblem` entries are what it finds, a :class:`HistoryRepair` what
+  ``Pipeline.repair_history`` gives; :func:`history_format` gives a built-in
   provider's. (``Pipeline.next_messages`` / ``check_history`` / ``ensure_well_formed`` are the
   daily spelling.)
 - **Tool-parser error readers** (``docs/design.md``, "Tool-parser errors"): a
@@ -34,6 +35,7 @@ people who build on toolwire rather than with it:
 
 from .adapters.history import HistoryFormat as HistoryFormat
 from .adapters.history import HistoryProblem as HistoryProblem
+from .adapters.history import HistoryRepair as HistoryRepair
 from .adapters.parser_errors import register_parser_error as register_parser_error
 from .adapters.registry import history_format as history_format
 from .core.mapper import MapperFactory as MapperFactory
@@ -63,6 +65,7 @@ __all__ = [
     "HealPlan",
     "HistoryFormat",
     "HistoryProblem",
+    "HistoryRepair",
     "JudgeStage",
     "MapperFactory",
     "MapperSettings",

@@ -68,6 +68,7 @@ LOWLEVEL = [
     "HealPlan",
     "HistoryFormat",
     "HistoryProblem",
+    "HistoryRepair",
     "JudgeStage",
     "MapperFactory",
     "MapperSettings",

@@ -5,11 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import msgspec
-
 from ...core.results import ToolResult
 from ...core.turn import Turn
-from ..history import HistoryProblem, replay_arguments
+from ..history import (
+    BrokenCall,
+    HistoryProblem,
+    HistoryRepair,
+    arguments_text_problem,
+    repair_one_result_per_message,
+    replay_arguments,
+)
 from .profiles import ToolResultRole
 
 __all__ = ["OpenAIChatHistory"]
@@ -184,37 +189,51 @@ class OpenAIChatHistory:
         pending[call_id] = position
         function = call.get("function") or {}
         arguments = function.get("arguments") if isinstance(function, Mapping) else None
-        if not isinstance(arguments, str):
-            found.append(
-                HistoryProblem(
-                    "arguments_not_json",
-                    position,
+        problem = arguments_text_problem(arguments)
+        if problem is not None:
+            found.append(HistoryProblem(problem[0], position, call_id, problem[1]))
+
+    def repair(self, messages: Sequence[Mapping[str, Any]]) -> HistoryRepair:
+        """Every call whose arguments a server refuses (not JSON, not an object, markup) written
+        as ``next_messages`` writes a rejected call: arguments ``"{}"``, and a result that says
+        what was wrong (this profile's result form), the result it had kept after it."""
+        return repair_one_result_per_message(
+            messages,
+            fix_calls=_fix_calls,
+            result_of=self._result_of,
+            write_results=self.tool_result_messages,
+        )
+
+    def _result_of(self, message: Mapping[str, Any]) -> tuple[bool, str | None]:
+        return self._is_result(message), _call_id_of(message)
+
+
+def _fix_calls(message: dict[str, Any]) -> list[BrokenCall]:
+    """Make the arguments of the assistant ``message``'s broken calls ``"{}"``; return them."""
+    broken: list[BrokenCall] = []
+    if message.get("role") != "assistant":
+        return broken
+    for ordinal, call in enumerate(message.get("tool_calls") or ()):
+        function = call.get("function") if isinstance(call, dict) else None
+        call_id = call.get("id") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(call_id, str):
+            continue
+        arguments = function.get("arguments")
+        problem = arguments_text_problem(arguments)
+        if problem is not None:
+            name = function.get("name")
+            broken.append(
+                BrokenCall(
                     call_id,
-                    "arguments must be a JSON string",
+                    name if isinstance(name, str) else "",
+                    problem[0],
+                    problem[1],
+                    arguments,
+                    ordinal,
                 )
             )
-            return
-        try:
-            decoded = msgspec.json.decode(arguments)
-        except msgspec.DecodeError as error:
-            found.append(
-                HistoryProblem(
-                    "arguments_not_json",
-                    position,
-                    call_id,
-                    f"arguments do not parse: {error}",
-                )
-            )
-            return
-        if not isinstance(decoded, dict):
-            found.append(
-                HistoryProblem(
-                    "arguments_not_object",
-                    position,
-                    call_id,
-                    "arguments must be a JSON object",
-                )
-            )
+            function["arguments"] = "{}"
+    return broken
 
 
 def _call_id_of(message: Mapping[str, Any]) -> str | None:
