@@ -71,17 +71,24 @@ class StreamState:
         in-band error payload, a body that is no stream); ``status`` is ``None`` when no HTTP
         status goes with the body (an error in band, a body handed over as bytes).
         """
-        facts = (
-            read_parser_error(self.parser_errors, status, body.decode("utf-8", "replace"))
-            if self.parser_errors
-            else None
-        )
-        if facts is None:
+        if not self.known_error(out, error, status, body):
             self.fatal(out, error)
-        elif facts.about == "history":
+
+    def known_error(
+        self, out: list[Event], error: ProviderError, status: int | None, body: bytes
+    ) -> bool:
+        """Read ``body`` as a known tool-parser failure or history refusal; True when it was
+        one (the call it quotes, or a fatal ``history_rejected`` error, is then in ``out``)."""
+        if not self.parser_errors:
+            return False
+        facts = read_parser_error(self.parser_errors, status, body.decode("utf-8", "replace"))
+        if facts is None:
+            return False
+        if facts.about == "history":
             self.fatal(out, _history_error(error, facts))
         else:
             self.parser_failed(out, error, facts)
+        return True
 
     def parser_failed(
         self, out: list[Event], error: ProviderError, facts: ParserErrorFacts

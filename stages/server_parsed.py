@@ -210,4 +210,5 @@ def _no_name(call: ToolCallComplete, said: str) -> ToolCallRejected:
         "Send the whole tool call again, with the tool's name and its arguments as one JSON "
         "object.",
     ]
-    return _rejection(call, "server_could_not_parse", lines, "the server's error names no tool")
+    reason = "truncated" if call.truncated else "server_could_not_parse"
+    return _rejection(call, reason, lines, "the server's error names no tool")

@@ -200,7 +200,11 @@ class OllamaMapper(MapperBase):
     def _read(self, line: Line, out: list[Event], data: bytes) -> None:
         """A line decoded from ``data``: checked for Ollama's shape, then read."""
         if not _has_ollama_shape(line):
-            self._unreadable(out, unknown_shape_error(_NO_FIELDS, data, self.unit))
+            error = unknown_shape_error(_NO_FIELDS, data, self.unit)
+            # Ollama 0.11.4 sent a parser failure under the key "error parsing tool call"
+            # (ollama/ollama#11781): a known one is the model's call, else a line unread.
+            if not (self._streaming and self._state.known_error(out, error, None, data)):
+                self._unreadable(out, error)
             return
         if not self._streaming:
             self._streaming = True
