@@ -44,7 +44,9 @@ __all__ = [
     "arguments_object_problem",
     "arguments_text_problem",
     "content_text",
+    "fix_function_calls",
     "repair_one_result_per_message",
+    "repair_results_in_next_message",
     "repaired_result",
     "replay_arguments",
 ]
@@ -278,3 +280,64 @@ def _note(call: BrokenCall, result: Mapping[str, Any] | None) -> ToolResult:
     if result is not None:
         earlier = content_text(result.get("content", result.get("output")))
     return repaired_result(call.call_id, call.name, call.detail, call.received, earlier)
+
+
+def repair_results_in_next_message(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    fix_calls: Callable[[dict[str, Any]], list[BrokenCall]],
+    answer: Callable[[dict[str, Any], list[BrokenCall]], list[BrokenCall]],
+    write_results: Callable[[Sequence[ToolResult]], list[dict[str, Any]]],
+    note: Callable[[BrokenCall], ToolResult],
+) -> HistoryRepair:
+    """:meth:`HistoryFormat.repair` for formats that answer a turn's calls in ONE next message
+    (Anthropic, Gemini), on a copy: ``fix_calls`` makes each broken call's arguments safe in
+    place and returns it; ``answer`` rewrites the next message's results for them and returns
+    those it could not place, which get a message of their own (``note`` writes each)."""
+    out: list[dict[str, Any]] = []
+    changes: list[HistoryProblem] = []
+    waiting: list[BrokenCall] = []
+    for position, original in enumerate(messages):
+        message = copy.deepcopy(dict(original))
+        if waiting:
+            out.extend(write_results([note(call) for call in answer(message, waiting)]))
+        waiting = fix_calls(message)
+        changes.extend(HistoryProblem(c.kind, position, c.call_id, c.detail) for c in waiting)
+        out.append(message)
+    out.extend(write_results([note(call) for call in waiting]))
+    if not changes:
+        return HistoryRepair([dict(message) for message in messages])
+    return HistoryRepair(out, tuple(changes))
+
+
+def fix_function_calls(
+    message: dict[str, Any],
+    problem_of: Callable[[Mapping[str, Any]], tuple[ProblemKind, str] | None],
+    safe: Callable[[], object],
+) -> list[BrokenCall]:
+    """In an assistant ``message`` with ``tool_calls[].function`` (Chat, Ollama), replace the
+    arguments of each call ``problem_of(function)`` finds broken with ``safe()``; return them.
+
+    A call with no id is kept with ``""`` (Ollama pairs its result by order).
+    """
+    broken: list[BrokenCall] = []
+    if message.get("role") != "assistant":
+        return broken
+    for ordinal, call in enumerate(message.get("tool_calls") or ()):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        problem = problem_of(function)
+        if problem is not None:
+            call_id, name = call.get("id"), function.get("name")
+            broken.append(
+                BrokenCall(
+                    call_id if isinstance(call_id, str) else "",
+                    name if isinstance(name, str) else "",
+                    *problem,
+                    function.get("arguments"),
+                    ordinal,
+                )
+            )
+            function["arguments"] = safe()
+    return broken

@@ -35,6 +35,7 @@ from ..history import (
     ProblemKind,
     arguments_object_problem,
     content_text,
+    repair_results_in_next_message,
     repaired_result,
     replay_arguments,
 )
@@ -125,25 +126,13 @@ class AnthropicHistory:
         and its ``tool_result`` (``is_error``) saying what was wrong, the content it had kept
         after it; a call with no result gets one among the next user message's leading
         results, or in a user message of its own."""
-        out: list[dict[str, Any]] = []
-        changes: list[HistoryProblem] = []
-        waiting: list[BrokenCall] = []
-        for position, original in enumerate(messages):
-            message = copy.deepcopy(dict(original))
-            if waiting:
-                waiting = _answer(message, waiting)
-                if waiting:
-                    out.extend(self.tool_result_messages([_note(c) for c in waiting]))
-                    waiting = []
-            found = _fix_tool_uses(message)
-            changes.extend(HistoryProblem(c.kind, position, c.call_id, c.detail) for c in found)
-            waiting = found
-            out.append(message)
-        if waiting:
-            out.extend(self.tool_result_messages([_note(c) for c in waiting]))
-        if not changes:
-            return HistoryRepair([dict(message) for message in messages])
-        return HistoryRepair(out, tuple(changes))
+        return repair_results_in_next_message(
+            messages,
+            fix_calls=_fix_tool_uses,
+            answer=_answer,
+            write_results=self.tool_result_messages,
+            note=_note,
+        )
 
     def problems(self, messages: Sequence[Mapping[str, Any]]) -> list[HistoryProblem]:
         """Unanswered ``tool_use``, orphan / misplaced / duplicate results, non-object input."""

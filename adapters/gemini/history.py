@@ -22,7 +22,6 @@ never required one: Gemini 3 answers HTTP 400 to a function call without a signa
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -38,6 +37,7 @@ from ..history import (
     ProblemKind,
     arguments_object_problem,
     content_text,
+    repair_results_in_next_message,
     repaired_result,
     replay_arguments,
 )
@@ -120,25 +120,13 @@ class GeminiHistory:
         ``{"error": ...}`` with what was wrong, the response it had kept after it; a call with
         no response gets one at the end of the next content's responses, or in a content of
         its own."""
-        out: list[dict[str, Any]] = []
-        changes: list[HistoryProblem] = []
-        waiting: list[BrokenCall] = []
-        for position, original in enumerate(messages):
-            content = copy.deepcopy(dict(original))
-            if waiting:
-                waiting = _answer(content, waiting)
-                if waiting:
-                    out.extend(self.tool_result_messages([_note(c, None) for c in waiting]))
-                    waiting = []
-            found = _fix_calls(content)
-            changes.extend(HistoryProblem(c.kind, position, c.call_id, c.detail) for c in found)
-            waiting = found
-            out.append(content)
-        if waiting:
-            out.extend(self.tool_result_messages([_note(c, None) for c in waiting]))
-        if not changes:
-            return HistoryRepair([dict(message) for message in messages])
-        return HistoryRepair(out, tuple(changes))
+        return repair_results_in_next_message(
+            messages,
+            fix_calls=_fix_calls,
+            answer=_answer,
+            write_results=self.tool_result_messages,
+            note=_unanswered_note,
+        )
 
     def problems(self, messages: Sequence[Mapping[str, Any]]) -> list[HistoryProblem]:
         """What Gemini refuses: each model content's function calls must be answered by the
@@ -239,6 +227,10 @@ def _answer(content: dict[str, Any], broken: list[BrokenCall]) -> list[BrokenCal
             written = GeminiHistory().tool_result_messages([_note(call, None)])
             content["parts"].extend(written[0]["parts"])
     return []
+
+
+def _unanswered_note(call: BrokenCall) -> ToolResult:
+    return _note(call, None)
 
 
 def _note(call: BrokenCall, earlier: str | None) -> ToolResult:

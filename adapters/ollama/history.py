@@ -32,6 +32,7 @@ from ..history import (
     HistoryRepair,
     ProblemKind,
     arguments_object_problem,
+    fix_function_calls,
     repair_one_result_per_message,
     replay_arguments,
 )
@@ -244,28 +245,7 @@ def _arguments_problem(function: Mapping[str, Any]) -> tuple[ProblemKind, str] |
 
 def _fix_calls(message: dict[str, Any]) -> list[BrokenCall]:
     """Make the arguments of the assistant ``message``'s broken calls ``{}``; return them."""
-    broken: list[BrokenCall] = []
-    if message.get("role") != "assistant":
-        return broken
-    for ordinal, call in enumerate(message.get("tool_calls") or ()):
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            continue
-        problem = _arguments_problem(function)
-        if problem is not None:
-            call_id, name = call.get("id"), function.get("name")
-            broken.append(
-                BrokenCall(
-                    call_id if isinstance(call_id, str) else "",
-                    name if isinstance(name, str) else "",
-                    problem[0],
-                    problem[1],
-                    function["arguments"],
-                    ordinal,
-                )
-            )
-            function["arguments"] = {}
-    return broken
+    return fix_function_calls(message, _arguments_problem, dict)
 
 
 def _result_of(message: Mapping[str, Any]) -> tuple[bool, str | None]:

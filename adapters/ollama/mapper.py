@@ -44,7 +44,7 @@ from ...core.events import (
     TextDelta,
     Usage,
 )
-from ...core.mapper import MapperSettings, cap_text
+from ...core.mapper import MapperSettings
 from ..frame_errors import unknown_shape_error
 from ..framing import FrameOverflow, Frames
 from ..mapper_base import MapperBase
@@ -353,16 +353,7 @@ class OllamaMapper(MapperBase):
             code = str(body.code) if body.code is not None else body.type
         else:
             message = body or "provider error"
-        error = ProviderError(
-            message=message,
-            kind="error_payload",
-            code=code,
-            raw=cap_text(data) if data else "",
-            fatal=True,
-        )
-        # A known tool-parser failure in band (Ollama's ``error parsing tool call``) is the
-        # model's broken call, not a failure of the server.
-        self._state.fatal_or_known(out, error, None, data or message.encode())
+        self._in_band_error(out, message, code, data)
 
 
 _NO_FIELDS = "none of Ollama's fields (message, done, error)"

@@ -11,7 +11,9 @@ from ..history import (
     BrokenCall,
     HistoryProblem,
     HistoryRepair,
+    ProblemKind,
     arguments_text_problem,
+    fix_function_calls,
     repair_one_result_per_message,
     replay_arguments,
 )
@@ -210,30 +212,15 @@ class OpenAIChatHistory:
 
 def _fix_calls(message: dict[str, Any]) -> list[BrokenCall]:
     """Make the arguments of the assistant ``message``'s broken calls ``"{}"``; return them."""
-    broken: list[BrokenCall] = []
-    if message.get("role") != "assistant":
-        return broken
-    for ordinal, call in enumerate(message.get("tool_calls") or ()):
-        function = call.get("function") if isinstance(call, dict) else None
-        call_id = call.get("id") if isinstance(call, dict) else None
-        if not isinstance(function, dict) or not isinstance(call_id, str):
-            continue
-        arguments = function.get("arguments")
-        problem = arguments_text_problem(arguments)
-        if problem is not None:
-            name = function.get("name")
-            broken.append(
-                BrokenCall(
-                    call_id,
-                    name if isinstance(name, str) else "",
-                    problem[0],
-                    problem[1],
-                    arguments,
-                    ordinal,
-                )
-            )
-            function["arguments"] = "{}"
-    return broken
+    return fix_function_calls(message, _arguments_problem, _empty_text)
+
+
+def _arguments_problem(function: Mapping[str, Any]) -> tuple[ProblemKind, str] | None:
+    return arguments_text_problem(function.get("arguments"))
+
+
+def _empty_text() -> str:
+    return "{}"
 
 
 def _call_id_of(message: Mapping[str, Any]) -> str | None:
