@@ -74,14 +74,16 @@ class JudgeStage(SyncStage):
     def judge(self, call: ToolCallComplete) -> Event:
         """The judged event for one complete call (the first, for a server's quote of several:
         see :meth:`judge_all`)."""
-        return self.judge_all(call)[0]
+        if call.server_parse is not None:
+            return self.judge_all(call)[0]
+        return self._judge_text(call, self.policy) if call.damage is None else _damaged(call)
 
     def judge_all(self, call: ToolCallComplete) -> list[Event]:
         """The judged events for one complete call: one, or one per call a server's error
         quoted (``call.server_parse``: :mod:`toolwire.stages.server_parsed`)."""
         if call.server_parse is not None:
             return judge_server_parsed(call, self.toolset, self.policy, self._judge_text)
-        return [self._judge_text(call, self.policy) if call.damage is None else _damaged(call)]
+        return [self.judge(call)]
 
     def _judge_text(self, call: ToolCallComplete, policy: Policy) -> Event:
         """The judged event for a call judged on its text (no damage) with ``policy``."""
@@ -169,7 +171,9 @@ class _JudgeStep:
 
     def feed(self, event: Event) -> Iterable[Event]:
         if type(event) is ToolCallComplete:
-            return self._stage.judge_all(event)
+            if event.server_parse is not None:
+                return self._stage.judge_all(event)
+            return (self._stage.judge(event),)
         return (event,)
 
     def finish(self) -> Iterable[Event]:
