@@ -19,7 +19,8 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
-from .adapters.history import HistoryFormat, HistoryProblem
+from .adapters.history import HistoryFormat, HistoryProblem, HistoryRepair
+from .adapters.parser_errors import parser_error_readers
 from .adapters.registry import (
     adapt_messages,
     check_max_tokens,
@@ -38,7 +39,7 @@ from .core.runner import flatten, run_pipeline
 from .core.stage import Stage, SyncStage
 from .core.turn import Turn, TurnBuilder
 from .judge import DEFAULT_POLICY, Policy, Toolset
-from .loop.history import check_history, ensure_well_formed, next_messages
+from .loop.history import check_history, ensure_well_formed, next_messages, repair_history
 from .stages.judge import JudgeStage
 from .stages.judge_cache import JudgeStageCache
 from .stages.policy import RepairLoopGuard, StopPolicyStage, normalize_stop_on
@@ -287,6 +288,7 @@ class Pipeline:
                 max_tokens=max_tokens,
                 stop_sequences=stop_sequences,
                 max_argument_chars=policy.max_bytes,
+                parser_errors=parser_error_readers(self._provider),
             ),
             tuple(stages),
             request_model,
@@ -386,6 +388,19 @@ class Pipeline:
     def check_history(self, messages: Sequence[Mapping[str, Any]]) -> list[HistoryProblem]:
         """Every way ``messages`` is not well formed for this provider (empty: it is)."""
         return check_history(messages, self._provider)
+
+    def repair_history(self, messages: Sequence[Mapping[str, Any]]) -> HistoryRepair:
+        """``messages`` with every earlier call a server would refuse written as a rejected call.
+
+        llama-server, vLLM (up to 0.28) and Ollama's ``/v1`` parse every earlier call's
+        arguments, and one that is not JSON (cut, unescaped quotes, markup) fails every later
+        request. Each such call (``check_history``: ``arguments_not_json``,
+        ``arguments_not_object``, ``arguments_markup``) is written as ``next_messages`` writes
+        a rejected call: safe arguments (``{}``) and a result that says what was wrong, the
+        result it had kept after it, results still paired. ``HistoryRepair.messages`` is the
+        new history (``messages`` is not changed), ``HistoryRepair.changes`` each call rewritten.
+        """
+        return repair_history(messages, self._provider)
 
     def ensure_well_formed(self, messages: Sequence[Mapping[str, Any]]) -> None:
         """Raise :class:`toolwire.HistoryError` listing the problems, if there are any."""

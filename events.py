@@ -22,8 +22,10 @@ from .core.events import JudgedCallEvent as JudgedCallEvent
 from .core.events import ProviderContent as ProviderContent
 from .core.events import ProviderError as ProviderError
 from .core.events import ProviderErrorKind as ProviderErrorKind
+from .core.events import QuotedForm as QuotedForm
 from .core.events import ReasoningDelta as ReasoningDelta
 from .core.events import ResponseInfo as ResponseInfo
+from .core.events import ServerParse as ServerParse
 from .core.events import StopCondition as StopCondition
 from .core.events import StopReason as StopReason
 from .core.events import StreamEnd as StreamEnd
@@ -55,8 +57,10 @@ __all__ = [
     "ProviderContent",
     "ProviderError",
     "ProviderErrorKind",
+    "QuotedForm",
     "ReasoningDelta",
     "ResponseInfo",
+    "ServerParse",
     "StopCondition",
     "StopReason",
     "StreamEnd",

@@ -17,9 +17,14 @@ people who build on toolwire rather than with it:
   knows a format's requests and whole bodies (a :class:`HealPlan` says what goes upstream) and
   opens a :class:`HealEncoder`, which writes one client response event by event.
 - **The history port**: :class:`HistoryFormat` writes and checks one provider's history, the
-  :class:`HistoryProblem` entries are what it finds; :func:`history_format` gives a built-in
+  :class:`HistoryProblem` entries are what it finds, a :class:`HistoryRepair` what
+  ``Pipeline.repair_history`` gives; :func:`history_format` gives a built-in
   provider's. (``Pipeline.next_messages`` / ``check_history`` / ``ensure_well_formed`` are the
   daily spelling.)
+- **Tool-parser error readers** (``docs/design.md``, "Tool-parser errors"): a
+  :data:`ParserErrorReader` reads one server family's error body into
+  :class:`ParserErrorFacts`, so that a server's failure to parse the model's call is that call,
+  rejected or recovered, not an outage; :func:`register_parser_error` adds one.
 - **Turns and results by hand**, for frameworks that run their own tools or read events
   themselves: :class:`TurnBuilder` folds events into a :class:`toolwire.Turn`;
   :func:`rejected_result` and :func:`not_run_result` are the results ``toolwire.dispatch`` gives a
@@ -35,10 +40,14 @@ people who build on toolwire rather than with it:
 
 from .adapters.history import HistoryFormat as HistoryFormat
 from .adapters.history import HistoryProblem as HistoryProblem
+from .adapters.history import HistoryRepair as HistoryRepair
+from .adapters.parser_errors import register_parser_error as register_parser_error
 from .adapters.registry import history_format as history_format
 from .core.mapper import MapperFactory as MapperFactory
 from .core.mapper import MapperSettings as MapperSettings
 from .core.mapper import ProviderMapper as ProviderMapper
+from .core.parser_errors import ParserErrorFacts as ParserErrorFacts
+from .core.parser_errors import ParserErrorReader as ParserErrorReader
 from .core.reading import Source as Source
 from .core.stage import EventStep as EventStep
 from .core.stage import Stage as Stage
@@ -71,9 +80,12 @@ __all__ = [
     "HealPlan",
     "HistoryFormat",
     "HistoryProblem",
+    "HistoryRepair",
     "JudgeStage",
     "MapperFactory",
     "MapperSettings",
+    "ParserErrorFacts",
+    "ParserErrorReader",
     "ProviderMapper",
     "Source",
     "Stage",
@@ -91,6 +103,7 @@ __all__ = [
     "event_stage",
     "history_format",
     "not_run_result",
+    "register_parser_error",
     "register_text_call_reader",
     "rejected_result",
     "render_message",

@@ -22,7 +22,7 @@ from typing import ClassVar, TypeVar
 import msgspec
 
 from ..core.events import Event, ProviderError
-from ..core.mapper import MapperSettings
+from ..core.mapper import MapperSettings, cap_text
 from ..core.stream_state import StreamState
 from .frame_errors import not_json_error, overflow_error, unknown_shape_error
 from .framing import FrameOverflow
@@ -61,7 +61,30 @@ class MapperBase:
             self._end(out)
         return out
 
+    def fail_response(self, error: ProviderError, status: int, body: bytes) -> list[Event]:
+        """A non-2xx response (:class:`~toolwire.core.mapper.ReadsErrorBody`): :meth:`fail`,
+        unless ``body`` is a known tool-parser failure of the server (the model's broken call,
+        read from what the body quotes) or a refusal of the request's history.
+        """
+        out: list[Event] = []
+        if not self._state.ended:
+            self._state.fatal_or_known(out, error, status, body)
+            self._end(out)
+        return out
+
     # -- the shared steps ----------------------------------------------------------------------
+
+    def _in_band_error(self, out: list[Event], message: str, code: str | None, data: bytes) -> None:
+        """An error payload in the stream (``data``): fatal, unless it is a known tool-parser
+        failure (Ollama's ``error parsing tool call``), which is the model's broken call."""
+        error = ProviderError(
+            message=message,
+            kind="error_payload",
+            code=code,
+            raw=cap_text(data) if data else "",
+            fatal=True,
+        )
+        self._state.fatal_or_known(out, error, None, data or message.encode())
 
     def _end(self, out: list[Event]) -> None:
         """Close the open calls and decide the finish (once)."""

@@ -51,6 +51,7 @@ from .events import (
     Damage,
     Event,
     ProviderError,
+    ServerParse,
     ToolCallArgumentsDelta,
     ToolCallComplete,
     ToolCallStarted,
@@ -83,6 +84,7 @@ class OpenCall:
         "pieces",
         "provider_id",
         "provider_index",
+        "server_parse",
         "size",
     )
 
@@ -109,6 +111,8 @@ class OpenCall:
         self.expects_end = False
         self.arguments_form: Any = "string"
         self.closed = False
+        #: The call was read from the error of a server whose tool parser failed on it.
+        self.server_parse: ServerParse | None = None
 
     def arguments(self) -> str:
         """The raw arguments so far, exactly as received (a ``too_large`` call: its head)."""
@@ -437,5 +441,6 @@ class CallAccumulator:
                 damage=call.damage,
                 arguments_length=call.size if call.size != len(raw) else None,
                 provider_id=call.provider_id,
+                server_parse=call.server_parse,
             )
         )

@@ -45,8 +45,10 @@ __all__ = [
     "ProviderContent",
     "ProviderError",
     "ProviderErrorKind",
+    "QuotedForm",
     "ReasoningDelta",
     "ResponseInfo",
+    "ServerParse",
     "StopCondition",
     "StopReason",
     "StreamEnd",
@@ -90,6 +92,8 @@ StopReason = Literal[
 #:   ``content_block_stop``, Responses ``output_item.done``) never got that end.
 #: - ``no_finish``: the stream ended with neither a finish reason nor the provider's terminator.
 #: - ``error_mid_call``: a fatal error arrived while a call was being written.
+#: - ``server_parser``: the server's tool parser failed on the call and said its text ended
+#:   early (Ollama ``unexpected end of JSON input``); why it ended is not known.
 TruncationEvidence = Literal[
     "finish_reason",
     "usage_at_max_tokens",
@@ -98,6 +102,7 @@ TruncationEvidence = Literal[
     "call_unfinished",
     "no_finish",
     "error_mid_call",
+    "server_parser",
 ]
 
 #: The kinds of evidence that name the output-token limit as the cause.
@@ -122,6 +127,11 @@ CutBy = Literal["token_limit", "unknown", "disconnected", "error"]
 #: limit while streaming and was no longer buffered (``too_large``).
 Damage = Literal["lost_fragment", "too_large"]
 
+#: What the error of a server whose tool parser failed quoted of the call: its ``arguments``
+#: only (Ollama's harmony error: no name), the model's ``output`` from some position on in the
+#: model's own markup (llama-server's ``Failed to parse input at pos N: ...``), or ``nothing``.
+QuotedForm = Literal["arguments", "output", "nothing"]
+
 #: The structural signal that closed a tool call.
 ClosedBy = Literal["next_call", "call_end", "finish", "end_of_stream"]
 
@@ -145,6 +155,20 @@ class CutFacts(msgspec.Struct, frozen=True, kw_only=True):
     output_tokens: int | None = None
     max_tokens: int | None = None
     stop_sequences: tuple[str, ...] | None = None
+
+
+class ServerParse(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """The server's tool parser failed on this call and answered an error instead of it.
+
+    The call was read from that error (``docs/design.md``, "Tool-parser errors"): its
+    ``arguments_raw`` is what the error quoted (``quoted`` says what that is), its name is the
+    one the error named, or ``""`` when it named none. ``server`` is who said it (``ollama``,
+    ``llama.cpp``, ``vllm``...) and ``error`` the parser's own words, capped.
+    """
+
+    server: str
+    error: str
+    quoted: QuotedForm = "arguments"
 
 
 class ResponseInfo(Event, frozen=True, tag="response.info"):
@@ -244,6 +268,9 @@ class ToolCallComplete(Event, frozen=True, tag="tool_call.complete"):
     #: ``text``: read from the model's own markup in the text (``text_family`` names it).
     origin: CallOrigin = "structured"
     text_family: str | None = None
+    #: Set when the server's tool parser failed on this call and its error is where the call
+    #: was read from (the judge then says so to the model).
+    server_parse: ServerParse | None = None
 
 
 class Usage(Event, frozen=True, tag="usage"):
@@ -268,6 +295,11 @@ class Usage(Event, frozen=True, tag="usage"):
 #:   binary data); its first bytes are quoted (fatal).
 #: - ``empty_response``: the body was empty: no response, not a truncation (fatal).
 #: - ``too_many_errors``: more errors came than are kept; this one counts the rest.
+#: - ``tool_parser``: an error (an HTTP status, or in band) whose body is a known tool-parser
+#:   failure of the server: the model's call was broken, the server is fine. Not fatal: the
+#:   call is on the turn, read from what the body quotes (``ToolCallComplete.server_parse``).
+#: - ``history_rejected``: an error whose body says the server refused the request's history
+#:   (an earlier call's arguments it could not read): fatal; ``Pipeline.repair_history``.
 ProviderErrorKind = Literal[
     "error_payload",
     "not_json",
@@ -279,6 +311,8 @@ ProviderErrorKind = Literal[
     "not_a_stream",
     "empty_response",
     "too_many_errors",
+    "tool_parser",
+    "history_rejected",
 ]
 
 

@@ -42,6 +42,8 @@ class FinishFacts:
         "length_signal",
         "max_tokens",
         "output_tokens",
+        "parser_cut",
+        "parser_failed",
         "raw",
         "reason",
         "stop_sequences",
@@ -73,6 +75,11 @@ class FinishFacts:
         self.terminated = False
         #: A fatal error was received (in band, an HTTP status, a body that is no stream).
         self.error = False
+        #: The server's tool parser failed on the model's call and answered an error that
+        #: quoted it: the turn ends with that call (``tool_calls``), not in ``error``.
+        self.parser_failed = False
+        #: ... and the parser said the call's text ended early (``unexpected end of JSON input``).
+        self.parser_cut = False
 
     def usage_at_limit(self) -> bool:
         """Usage reached the request's ``max_tokens``."""
@@ -135,11 +142,15 @@ def decide_finish(
         evidence.append("arguments_unterminated")
     if unfinished:
         evidence.append("call_unfinished")
-    no_finish = facts.raw is None and not facts.terminated and not facts.error
+    no_finish = (
+        facts.raw is None and not facts.terminated and not facts.error and not facts.parser_failed
+    )
     if no_finish:
         evidence.append("no_finish")
     if facts.error and call_open:
         evidence.append("error_mid_call")
+    if facts.parser_cut:
+        evidence.append("server_parser")
 
     reason: StopReason
     cut_by: CutBy | None = None
@@ -153,7 +164,7 @@ def decide_finish(
         reason = "length"
         cut_by = "token_limit"
     else:
-        cut_by = "unknown" if unterminated or unfinished else None
+        cut_by = "unknown" if unterminated or unfinished or facts.parser_cut else None
         if facts.reason is not None:
             reason = facts.reason
             if reason == "end_turn" and has_calls:
@@ -184,7 +195,10 @@ def close_calls_and_finish(calls: CallAccumulator, facts: FinishFacts, out: list
     stops_inside = {
         call.call_id
         for call in open_calls
-        if call.damage != "too_large" and unterminated(call.arguments())
+        if call.damage != "too_large"
+        # Markup a server's error quoted is not JSON: its own reader says where it stops.
+        and (call.server_parse is None or call.server_parse.quoted == "arguments")
+        and unterminated(call.arguments())
     }
     unfinished = {call.call_id for call in open_calls if call.expects_end}
     cut = stops_inside | unfinished
@@ -202,6 +216,8 @@ def close_calls_and_finish(calls: CallAccumulator, facts: FinishFacts, out: list
         # like; with an unknown cause only the calls whose text visibly stops are cut.
         if latest is not None and not latest.closed:
             cut.add(latest.call_id)
+    if facts.parser_cut and latest is not None and not latest.closed:
+        cut.add(latest.call_id)  # the server's parser said the call's text ended early
     closed_by: ClosedBy = "finish" if facts.raw is not None else "end_of_stream"
     calls.close_all(out, closed_by, frozenset(cut), cut_by, facts.cut_facts())
     return finish

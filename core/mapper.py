@@ -10,14 +10,22 @@ returns the closing events (open calls, ``Finish``, ``StreamEnd``). The async sh
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import msgspec
 
 from .accumulate import DEFAULT_MAX_ARGUMENT_CHARS
 from .events import Event, ProviderError
+from .parser_errors import ParserErrorReader
 
-__all__ = ["RAW_CAP", "MapperFactory", "MapperSettings", "ProviderMapper", "cap_text"]
+__all__ = [
+    "RAW_CAP",
+    "MapperFactory",
+    "MapperSettings",
+    "ProviderMapper",
+    "ReadsErrorBody",
+    "cap_text",
+]
 
 #: How many characters of an offending payload are kept in a ProviderError.
 RAW_CAP = 500
@@ -36,13 +44,16 @@ class MapperSettings(msgspec.Struct, frozen=True, kw_only=True):
 
     ``stop_sequences`` is ``None`` when the request is not known, ``()`` when it had none.
     ``max_argument_chars``: a call whose arguments grow past it is marked ``too_large`` at once
-    and no longer buffered.
+    and no longer buffered. ``parser_errors``: the readers of the provider's known tool-parser
+    error bodies (:mod:`toolwire.core.parser_errors`): an error one of them knows is the
+    model's broken call, not an outage.
     """
 
     max_tokens: int | None = None
     stop_sequences: tuple[str, ...] | None = None
     argument_deltas: bool = True
     max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS
+    parser_errors: tuple[ParserErrorReader, ...] = ()
 
 
 class ProviderMapper(Protocol):
@@ -78,3 +89,18 @@ class ProviderMapper(Protocol):
 
 
 MapperFactory = Callable[[MapperSettings], ProviderMapper]
+
+
+@runtime_checkable
+class ReadsErrorBody(Protocol):
+    """A mapper that reads the body of a non-2xx response itself (every built-in one does).
+
+    The runner calls :meth:`fail_response` instead of :meth:`ProviderMapper.fail` when the
+    mapper has it, so that a body that is a known tool-parser failure (the whole body, not the
+    capped quote in ``error.raw``) can become the model's call instead of an ``http_status``
+    error. A mapper without it gets :meth:`ProviderMapper.fail`, as before.
+    """
+
+    def fail_response(self, error: ProviderError, status: int, body: bytes, /) -> list[Event]:
+        """A non-2xx response: ``error`` is its ``http_status`` error, ``body`` its first bytes."""
+        ...

@@ -10,7 +10,8 @@ The guarantees, each from a way a real turn was lost before:
   ``transport`` ProviderError, and the mapper finishes with what it has (``disconnected``).
 - An ``httpx.Response`` with a non-2xx status is never read as a stream: its body is quoted
   (capped) in an ``http_status`` error and the turn ends in ``error``, so that a 500 on a bad
-  history is not retried forever as a "dropped connection".
+  history is not retried forever as a "dropped connection". A body the mapper knows as its
+  server's tool-parser failure is the model's broken call instead (``ReadsErrorBody``).
 - Nothing after the provider's terminator (``[DONE]``, ``message_stop``...) is read into the
   turn, and a server that holds the body open after it cannot hang the turn: it gets
   :data:`DRAIN_GRACE` seconds to end the body, then the source is closed.
@@ -31,7 +32,7 @@ import anyio
 
 from .errors import SourceTypeError
 from .events import Event, Finish, ProviderError
-from .mapper import ProviderMapper, cap_text
+from .mapper import ProviderMapper, ReadsErrorBody, cap_text
 
 __all__ = ["Source", "mapped_batches"]
 
@@ -75,20 +76,21 @@ async def _read_error_body(response: Any) -> bytes:
     return bytes(body[:_ERROR_BODY_CAP])
 
 
-async def _http_status_error(response: Any) -> ProviderError:
+async def _http_status_error(response: Any) -> tuple[ProviderError, bytes]:
     status = response.status_code
     try:
         body = await _read_error_body(response)
     except Exception as error:  # the body could not be read either: say so, keep the status
         body = f"(the body could not be read: {type(error).__name__})".encode()
     phrase = getattr(response, "reason_phrase", "") or ""
-    return ProviderError(
+    status_error = ProviderError(
         message=f"HTTP {status} {phrase}".rstrip() + f": {cap_text(body, 300)}",
         kind="http_status",
         code=str(status),
         raw=cap_text(body),
         fatal=True,
     )
+    return status_error, body
 
 
 async def mapped_batches(source: Source, mapper: ProviderMapper) -> AsyncGenerator[list[Event]]:
@@ -104,10 +106,14 @@ async def mapped_batches(source: Source, mapper: ProviderMapper) -> AsyncGenerat
         response: Any = source
         if not 200 <= response.status_code < 300:
             try:
-                error = await _http_status_error(response)
+                error, body = await _http_status_error(response)
             finally:
                 closing = await _close_quietly(response)
-            yield _before_finish(mapper.fail(error), closing)
+            if isinstance(mapper, ReadsErrorBody):
+                ended = mapper.fail_response(error, response.status_code, body)
+            else:
+                ended = mapper.fail(error)
+            yield _before_finish(ended, closing)
             return
         iterator: AsyncIterator[Any] = aiter(response.aiter_bytes())
     elif isinstance(source, AsyncIterable):

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from .accumulate import CallAccumulator
 from .error_budget import ErrorBudget
-from .events import Event, ProviderError, StreamEnd
+from .events import Event, ProviderError, ServerParse, StreamEnd
 from .finish import FinishFacts, close_calls_and_finish
 from .mapper import MapperSettings, cap_text
+from .parser_errors import ParserErrorFacts, read_parser_error
 
 __all__ = ["StreamState"]
 
@@ -21,7 +22,7 @@ __all__ = ["StreamState"]
 class StreamState:
     """Calls, finish facts and the end-of-stream guard of one stream. Private to one run."""
 
-    __slots__ = ("calls", "ended", "errors", "facts")
+    __slots__ = ("calls", "ended", "errors", "facts", "parser_errors")
 
     def __init__(self, settings: MapperSettings, *, hides_length_finish: bool = False) -> None:
         self.errors = ErrorBudget()
@@ -36,6 +37,8 @@ class StreamState:
             hides_length_finish=hides_length_finish,
         )
         self.ended = False
+        #: The readers of this provider's known tool-parser error bodies.
+        self.parser_errors = settings.parser_errors
 
     def unreadable(self, out: list[Event], error: ProviderError) -> None:
         """A piece of the stream could not be read: report it; calls that may lack it never run."""
@@ -59,6 +62,70 @@ class StreamState:
             self.end(out)
         return out
 
+    def fatal_or_known(
+        self, out: list[Event], error: ProviderError, status: int | None, body: bytes
+    ) -> None:
+        """:meth:`fatal`, unless ``body`` is known: then the call it quotes, or a history error.
+
+        ``error`` is the fatal error the body would otherwise be (an ``http_status`` error, an
+        in-band error payload, a body that is no stream); ``status`` is ``None`` when no HTTP
+        status goes with the body (an error in band, a body handed over as bytes).
+        """
+        if not self.known_error(out, error, status, body):
+            self.fatal(out, error)
+
+    def known_error(
+        self, out: list[Event], error: ProviderError, status: int | None, body: bytes
+    ) -> bool:
+        """Read ``body`` as a known tool-parser failure or history refusal; True when it was
+        one (the call it quotes, or a fatal ``history_rejected`` error, is then in ``out``)."""
+        if not self.parser_errors:
+            return False
+        facts = read_parser_error(self.parser_errors, status, body.decode("utf-8", "replace"))
+        if facts is None:
+            return False
+        if facts.about == "history":
+            self.fatal(out, _history_error(error, facts))
+        else:
+            self.parser_failed(out, error, facts)
+        return True
+
+    def parser_failed(
+        self, out: list[Event], error: ProviderError, facts: ParserErrorFacts
+    ) -> None:
+        """The server's tool parser failed on the model's call: the call is what its error quoted.
+
+        The error is kept, not fatal (``tool_parser``: the server is fine, the call was broken);
+        a call still open then is cut (the server failed while it was being written); the
+        failed call opens last, named as the body names it (or ``""``), its arguments the
+        quoted text, marked :class:`ServerParse` for the judge; the turn ends ``tool_calls``.
+        """
+        calls = self.calls
+        still_open = frozenset(call.call_id for call in calls.open_calls())
+        if still_open:
+            calls.close_all(out, "end_of_stream", still_open, "error", self.facts.cut_facts())
+        said = f"the server ({facts.server}) could not parse the model's tool call: {facts.error}"
+        self.errors.add(
+            out,
+            ProviderError(
+                message=f"{error.message} — {said}" if error.kind == "http_status" else said,
+                kind="tool_parser",
+                code=error.code,
+                raw=error.raw,
+            ),
+        )
+        call = calls.start(out, call_id=None, name=facts.name or None)
+        call.server_parse = ServerParse(
+            server=facts.server, error=cap_text(facts.error, 300), quoted=facts.quoted_form
+        )
+        if not facts.quote_whole:
+            call.damage = "lost_fragment"  # the body was cut inside the quote
+        if facts.quoted:
+            calls.append_to(out, call, facts.quoted)
+        self.facts.parser_failed = True
+        self.facts.parser_cut = facts.cut
+        self.facts.reason = "tool_calls"
+
     def not_a_stream(self, out: list[Event], *, size: int, head: bytes, what: str) -> None:
         """Nothing of ``what`` (an event stream...) was in the body: say what came instead."""
         if size == 0:
@@ -77,6 +144,9 @@ class StreamState:
                 raw=cap_text(head),
                 fatal=True,
             )
+            if size == len(head):  # the whole body: a JSON error body may be a known one
+                self.fatal_or_known(out, error, None, head)
+                return
         self.fatal(out, error)
 
     def end(self, out: list[Event]) -> None:
@@ -87,3 +157,19 @@ class StreamState:
         out.extend(self.errors.summary())
         out.append(close_calls_and_finish(self.calls, self.facts, out))
         out.append(StreamEnd(terminated=self.facts.terminated))
+
+
+def _history_error(error: ProviderError, facts: ParserErrorFacts) -> ProviderError:
+    """``error`` as the server's refusal of the request's history, saying what to do."""
+    return ProviderError(
+        message=(
+            f"{error.message} — the server ({facts.server}) refused the request's history: an "
+            f"earlier tool call's arguments could not be read ({facts.error}). Pipeline."
+            "check_history names such calls; Pipeline.repair_history writes them as rejected "
+            "calls the server accepts"
+        ),
+        kind="history_rejected",
+        code=error.code,
+        raw=error.raw,
+        fatal=True,
+    )

@@ -24,6 +24,7 @@ RejectReason = Literal[
     "unknown_tool",
     "too_large",
     "lost_in_transit",
+    "server_could_not_parse",
 ]
 
 RepairKind = Literal[

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..adapters.history import HistoryProblem
+from ..adapters.history import HistoryProblem, HistoryRepair
 from ..adapters.registry import history_format
 from ..core.errors import HistoryError
 from ..core.results import ToolResult
 from ..core.turn import Turn
 from .dispatch import results_in_order
 
-__all__ = ["check_history", "ensure_well_formed", "next_messages"]
+__all__ = ["check_history", "ensure_well_formed", "next_messages", "repair_history"]
 
 
 def next_messages(
@@ -42,6 +42,14 @@ def check_history(
 ) -> list[HistoryProblem]:
     """Every way ``messages`` is not well formed for ``provider`` (an empty list: it is)."""
     return history_format(provider).problems(messages)
+
+
+def repair_history(
+    messages: Sequence[Mapping[str, Any]], provider: str = "openai-chat"
+) -> HistoryRepair:
+    """``messages`` with every call whose arguments a server refuses written as a rejected call
+    (``{}`` and an error result), in ``provider``'s format; what changed in ``changes``."""
+    return history_format(provider).repair(messages)
 
 
 def ensure_well_formed(

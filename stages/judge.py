@@ -28,6 +28,7 @@ from ..core.stage import EventStep, SyncStage
 from ..core.verdict import Verdict
 from ..judge import DEFAULT_POLICY, Policy, Toolset, parse_arguments, render_message
 from ..judge._transit import damaged_verdict
+from .server_parsed import judge_server_parsed
 
 __all__ = ["DEFAULT_OFFLOAD_ABOVE", "JudgeStage"]
 
@@ -71,26 +72,28 @@ class JudgeStage(SyncStage):
         return _JudgeStep(self)
 
     def judge(self, call: ToolCallComplete) -> Event:
-        """The judged event for one complete call."""
-        if call.damage is not None:
-            # Never judged on its text: a call that lost its middle can still parse.
-            return ToolCallRejected(
-                call=call,
-                verdict=damaged_verdict(
-                    tool=call.name,
-                    call_id=call.call_id,
-                    raw=call.arguments_raw,
-                    damage=call.damage,
-                    received_length=call.arguments_length or len(call.arguments_raw),
-                ),
-            )
+        """The judged event for one complete call (the first, for a server's quote of several:
+        see :meth:`judge_all`)."""
+        if call.server_parse is not None:
+            return self.judge_all(call)[0]
+        return self._judge_text(call, self.policy) if call.damage is None else _damaged(call)
+
+    def judge_all(self, call: ToolCallComplete) -> list[Event]:
+        """The judged events for one complete call: one, or one per call a server's error
+        quoted (``call.server_parse``: :mod:`toolwire.stages.server_parsed`)."""
+        if call.server_parse is not None:
+            return judge_server_parsed(call, self.toolset, self.policy, self._judge_text)
+        return [self.judge(call)]
+
+    def _judge_text(self, call: ToolCallComplete, policy: Policy) -> Event:
+        """The judged event for a call judged on its text (no damage) with ``policy``."""
         toolset = self.toolset
         spec = toolset.get(call.name) if toolset is not None else None
         verdict = parse_arguments(
             call.arguments_raw,
             tool=call.name,
             schema=spec.schema if spec is not None else None,
-            policy=self.policy,
+            policy=policy,
             truncated=call.truncated,
             known_tools=toolset,
             arguments_form=call.arguments_form,
@@ -106,6 +109,21 @@ class JudgeStage(SyncStage):
         if verdict.outcome == "repaired":
             return ToolCallRepaired(call=call, verdict=verdict)
         return ToolCallReady(call=call, verdict=verdict)
+
+
+def _damaged(call: ToolCallComplete) -> Event:
+    """Never judged on its text: a call that lost its middle can still parse."""
+    assert call.damage is not None
+    return ToolCallRejected(
+        call=call,
+        verdict=damaged_verdict(
+            tool=call.name,
+            call_id=call.call_id,
+            raw=call.arguments_raw,
+            damage=call.damage,
+            received_length=call.arguments_length or len(call.arguments_raw),
+        ),
+    )
 
 
 _CUT_DETAILS = {
@@ -153,6 +171,8 @@ class _JudgeStep:
 
     def feed(self, event: Event) -> Iterable[Event]:
         if type(event) is ToolCallComplete:
+            if event.server_parse is not None:
+                return self._stage.judge_all(event)
             return (self._stage.judge(event),)
         return (event,)
 

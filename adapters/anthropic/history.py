@@ -28,7 +28,17 @@ import msgspec
 
 from ...core.results import ToolResult
 from ...core.turn import CallRecord, Turn
-from ..history import HistoryProblem, replay_arguments
+from ..history import (
+    BrokenCall,
+    HistoryProblem,
+    HistoryRepair,
+    ProblemKind,
+    arguments_object_problem,
+    content_text,
+    repair_results_in_next_message,
+    repaired_result,
+    replay_arguments,
+)
 from .blocks import TOOL_USE, recorded_content
 
 __all__ = ["AnthropicHistory", "wire_id"]
@@ -110,6 +120,19 @@ class AnthropicHistory:
                 block["is_error"] = True
             blocks.append(block)
         return [{"role": "user", "content": blocks}]
+
+    def repair(self, messages: Sequence[Mapping[str, Any]]) -> HistoryRepair:
+        """Every ``tool_use`` whose input is no object written as a rejected call: input ``{}``,
+        and its ``tool_result`` (``is_error``) saying what was wrong, the content it had kept
+        after it; a call with no result gets one among the next user message's leading
+        results, or in a user message of its own."""
+        return repair_results_in_next_message(
+            messages,
+            fix_calls=_fix_tool_uses,
+            answer=_answer,
+            write_results=self.tool_result_messages,
+            note=_note,
+        )
 
     def problems(self, messages: Sequence[Mapping[str, Any]]) -> list[HistoryProblem]:
         """Unanswered ``tool_use``, orphan / misplaced / duplicate results, non-object input."""
@@ -214,15 +237,61 @@ def _check_tool_use(
         )
     seen.add(call_id)
     pending[call_id] = position
-    if not isinstance(block.get("input"), Mapping):
-        found.append(
-            HistoryProblem(
-                "arguments_not_object",
-                position,
-                call_id,
-                "a tool_use input must be a JSON object (not text, not absent)",
-            )
-        )
+    problem = _input_problem(block)
+    if problem is not None:
+        found.append(HistoryProblem(problem[0], position, call_id, problem[1]))
+
+
+def _input_problem(block: Mapping[str, Any]) -> tuple[ProblemKind, str] | None:
+    return arguments_object_problem(block.get("input"), "a tool_use input")
+
+
+def _fix_tool_uses(message: dict[str, Any]) -> list[BrokenCall]:
+    """Make the input of the assistant ``message``'s broken ``tool_use`` blocks ``{}``."""
+    content = message.get("content")
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return []
+    broken: list[BrokenCall] = []
+    for block in content:
+        call_id = block.get("id") if isinstance(block, dict) else None
+        if not isinstance(block, dict) or block.get("type") != TOOL_USE:
+            continue
+        problem = _input_problem(block)
+        if problem is not None and isinstance(call_id, str) and call_id:
+            name = block.get("name")
+            name = name if isinstance(name, str) else ""
+            broken.append(BrokenCall(call_id, name, *problem, block.get("input"), len(broken)))
+            block["input"] = {}
+    return broken
+
+
+def _answer(message: dict[str, Any], broken: list[BrokenCall]) -> list[BrokenCall]:
+    """Rewrite the ``tool_result`` blocks of the user ``message`` that answer ``broken``
+    calls; add, after its leading results, one for each call it did not answer."""
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, list):
+        return broken
+    waiting = {call.call_id: call for call in broken}
+    leading = 0
+    for block in content:
+        if not (isinstance(block, dict) and block.get("type") == "tool_result"):
+            break
+        leading += 1
+        call = waiting.pop(str(block.get("tool_use_id")), None)
+        if call is not None:
+            earlier = content_text(block.get("content"))
+            note = repaired_result(call.call_id, call.name, call.detail, call.received, earlier)
+            block["content"] = note.content
+            block["is_error"] = True
+    if leading:
+        added = AnthropicHistory().tool_result_messages([_note(c) for c in waiting.values()])
+        content[leading:leading] = added[0]["content"] if added else []
+        return []
+    return broken
+
+
+def _note(call: BrokenCall) -> ToolResult:
+    return repaired_result(call.call_id, call.name, call.detail, call.received, None)
 
 
 def _close_pending(pending: dict[str, int], found: list[HistoryProblem]) -> None:

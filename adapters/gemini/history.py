@@ -30,7 +30,17 @@ import msgspec
 
 from ...core.results import ToolResult
 from ...core.turn import CallRecord, Turn
-from ..history import HistoryProblem, ProblemKind, replay_arguments
+from ..history import (
+    BrokenCall,
+    HistoryProblem,
+    HistoryRepair,
+    ProblemKind,
+    arguments_object_problem,
+    content_text,
+    repair_results_in_next_message,
+    repaired_result,
+    replay_arguments,
+)
 from .replay import ReplayPart, recall
 
 __all__ = ["MALFORMED_CALL_NAME", "SIGNATURE_SENTINEL", "GeminiHistory"]
@@ -104,6 +114,20 @@ class GeminiHistory:
             parts.append({"functionResponse": response})
         return [{"role": "user", "parts": parts}]
 
+    def repair(self, messages: Sequence[Mapping[str, Any]]) -> HistoryRepair:
+        """Every ``functionCall`` whose ``args`` is no object written as a rejected call: args
+        ``{}``, and its ``functionResponse`` (paired in order, as Gemini pairs them) answering
+        ``{"error": ...}`` with what was wrong, the response it had kept after it; a call with
+        no response gets one at the end of the next content's responses, or in a content of
+        its own."""
+        return repair_results_in_next_message(
+            messages,
+            fix_calls=_fix_calls,
+            answer=_answer,
+            write_results=self.tool_result_messages,
+            note=_unanswered_note,
+        )
+
     def problems(self, messages: Sequence[Mapping[str, Any]]) -> list[HistoryProblem]:
         """What Gemini refuses: each model content's function calls must be answered by the
         next content, one ``functionResponse`` per ``functionCall``, in order, names (and ids,
@@ -159,6 +183,65 @@ def _field(value: Any, name: str) -> Any:
     return value.get(name) if isinstance(value, Mapping) else None
 
 
+def _args_problem(call: Any) -> tuple[ProblemKind, str] | None:
+    args = _field(call, "args")
+    return None if args is None else arguments_object_problem(args, "functionCall.args")
+
+
+def _fix_calls(content: dict[str, Any]) -> list[BrokenCall]:
+    """Make the ``args`` of the model ``content``'s broken calls ``{}``; return them (a call
+    without an id has ``""``: its response is paired by order and written with no id)."""
+    if content.get("role") != "model":
+        return []
+    broken: list[BrokenCall] = []
+    for ordinal, (_, call) in enumerate(_function_parts(content, "functionCall")):
+        problem = _args_problem(call)
+        if problem is None or not isinstance(call, dict):
+            continue
+        call_id, name = call.get("id"), call.get("name")
+        broken.append(
+            BrokenCall(
+                call_id if isinstance(call_id, str) else "",
+                name if isinstance(name, str) else "",
+                *problem,
+                call.get("args"),
+                ordinal,
+            )
+        )
+        call["args"] = {}
+    return broken
+
+
+def _answer(content: dict[str, Any], broken: list[BrokenCall]) -> list[BrokenCall]:
+    """Rewrite the responses of ``content`` that answer ``broken`` calls (by order); add one
+    at the end of its responses for each it lacks. What could not be placed is returned."""
+    responses = [response for _, response in _function_parts(content, "functionResponse")]
+    if not responses:
+        return broken
+    for call in broken:
+        if call.ordinal < len(responses) and isinstance(responses[call.ordinal], dict):
+            response = responses[call.ordinal]
+            earlier = content_text(msgspec.json.encode(response.get("response")).decode())
+            response["response"] = {"error": _note(call, earlier).content}
+        else:
+            written = GeminiHistory().tool_result_messages([_note(call, None)])
+            content["parts"].extend(written[0]["parts"])
+    return []
+
+
+def _unanswered_note(call: BrokenCall) -> ToolResult:
+    return _note(call, None)
+
+
+def _note(call: BrokenCall, earlier: str | None) -> ToolResult:
+    name = _wire_name(call.name)
+    result = repaired_result(call.call_id, name, call.detail, call.received, earlier)
+    if call.call_id:
+        return result
+    # A call with no id: an id of toolwire's form, which the response is written without.
+    return msgspec.structs.replace(result, call_id=f"{_SYNTHESIZED}repaired-{call.ordinal}")
+
+
 class _Checker:
     """One pass over a history; the problems in the order they are met."""
 
@@ -190,11 +273,9 @@ class _Checker:
                 if call_id in self.ids:
                     self._problem("duplicate_call_id", position, call_id, "this id was used before")
                 self.ids.add(call_id)
-            args = _field(call, "args")
-            if args is not None and not isinstance(args, Mapping):
-                self._problem(
-                    "arguments_not_object", position, call_id, "functionCall.args must be an object"
-                )
+            problem = _args_problem(call)
+            if problem is not None:
+                self._problem(problem[0], position, call_id, problem[1])
             self.pending.append((name, call_id if isinstance(call_id, str) else None))
         self.pending_at = position
 

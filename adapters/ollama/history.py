@@ -26,7 +26,16 @@ import msgspec
 
 from ...core.results import ToolResult
 from ...core.turn import CallRecord, Turn
-from ..history import HistoryProblem, replay_arguments
+from ..history import (
+    BrokenCall,
+    HistoryProblem,
+    HistoryRepair,
+    ProblemKind,
+    arguments_object_problem,
+    fix_function_calls,
+    repair_one_result_per_message,
+    replay_arguments,
+)
 
 __all__ = ["OllamaHistory"]
 
@@ -92,6 +101,26 @@ class OllamaHistory:
             if not _synthesized(result.call_id):
                 message["tool_call_id"] = result.call_id
             messages.append(message)
+        return messages
+
+    def repair(self, messages: Sequence[Mapping[str, Any]]) -> HistoryRepair:
+        """Every call whose arguments Ollama refuses (not an object) written as a rejected call:
+        arguments ``{}``, and a ``role: tool`` result that says what was wrong (the result it
+        had kept after it; results with no id are paired with the calls in order)."""
+        return repair_one_result_per_message(
+            messages,
+            fix_calls=_fix_calls,
+            result_of=_result_of,
+            write_results=self._written_results,
+        )
+
+    def _written_results(self, results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+        """Results as :meth:`tool_result_messages` writes them, with no id for a call that had
+        none."""
+        messages = self.tool_result_messages(results)
+        for message in messages:
+            if message.get("tool_call_id") == "":
+                del message["tool_call_id"]
         return messages
 
     def problems(self, messages: Sequence[Mapping[str, Any]]) -> list[HistoryProblem]:
@@ -201,18 +230,27 @@ def _check_call(
         )
         return call_id, None, position
     name = function.get("name")
-    arguments = function.get("arguments")
-    if "arguments" in function and not isinstance(arguments, Mapping):
-        # Ollama decodes arguments into an ordered map: a JSON string is refused (HTTP 400).
-        found.append(
-            HistoryProblem(
-                "arguments_not_object",
-                position,
-                call_id,
-                f"arguments must be a JSON object for Ollama, got {type(arguments).__name__}",
-            )
-        )
+    problem = _arguments_problem(function)
+    if problem is not None:
+        found.append(HistoryProblem(problem[0], position, call_id, problem[1]))
     return call_id, name if isinstance(name, str) else None, position
+
+
+def _arguments_problem(function: Mapping[str, Any]) -> tuple[ProblemKind, str] | None:
+    """Ollama decodes arguments into an ordered map: a JSON string is refused (HTTP 400)."""
+    if "arguments" not in function:
+        return None
+    return arguments_object_problem(function["arguments"], "arguments (for Ollama)")
+
+
+def _fix_calls(message: dict[str, Any]) -> list[BrokenCall]:
+    """Make the arguments of the assistant ``message``'s broken calls ``{}``; return them."""
+    return fix_function_calls(message, _arguments_problem, dict)
+
+
+def _result_of(message: Mapping[str, Any]) -> tuple[bool, str | None]:
+    call_id = message.get("tool_call_id")
+    return message.get("role") == "tool", call_id if isinstance(call_id, str) and call_id else None
 
 
 def _close_pending(pending: list[_Pending], found: list[HistoryProblem]) -> None:

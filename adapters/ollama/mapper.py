@@ -44,7 +44,7 @@ from ...core.events import (
     TextDelta,
     Usage,
 )
-from ...core.mapper import MapperSettings, cap_text
+from ...core.mapper import MapperSettings
 from ..frame_errors import unknown_shape_error
 from ..framing import FrameOverflow, Frames
 from ..mapper_base import MapperBase
@@ -200,7 +200,11 @@ class OllamaMapper(MapperBase):
     def _read(self, line: Line, out: list[Event], data: bytes) -> None:
         """A line decoded from ``data``: checked for Ollama's shape, then read."""
         if not _has_ollama_shape(line):
-            self._unreadable(out, unknown_shape_error(_NO_FIELDS, data, self.unit))
+            error = unknown_shape_error(_NO_FIELDS, data, self.unit)
+            # Ollama 0.11.4 sent a parser failure under the key "error parsing tool call"
+            # (ollama/ollama#11781): a known one is the model's call, else a line unread.
+            if not (self._streaming and self._state.known_error(out, error, None, data)):
+                self._unreadable(out, error)
             return
         if not self._streaming:
             self._streaming = True
@@ -349,16 +353,7 @@ class OllamaMapper(MapperBase):
             code = str(body.code) if body.code is not None else body.type
         else:
             message = body or "provider error"
-        self._state.fatal(
-            out,
-            ProviderError(
-                message=message,
-                kind="error_payload",
-                code=code,
-                raw=cap_text(data) if data else "",
-                fatal=True,
-            ),
-        )
+        self._in_band_error(out, message, code, data)
 
 
 _NO_FIELDS = "none of Ollama's fields (message, done, error)"

@@ -5,11 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import msgspec
-
 from ...core.results import ToolResult
 from ...core.turn import Turn
-from ..history import HistoryProblem, replay_arguments
+from ..history import (
+    BrokenCall,
+    HistoryProblem,
+    HistoryRepair,
+    ProblemKind,
+    arguments_text_problem,
+    fix_function_calls,
+    repair_one_result_per_message,
+    replay_arguments,
+)
 from .adapt import result_text
 from .profiles import ToolResultRole
 
@@ -185,37 +192,36 @@ class OpenAIChatHistory:
         pending[call_id] = position
         function = call.get("function") or {}
         arguments = function.get("arguments") if isinstance(function, Mapping) else None
-        if not isinstance(arguments, str):
-            found.append(
-                HistoryProblem(
-                    "arguments_not_json",
-                    position,
-                    call_id,
-                    "arguments must be a JSON string",
-                )
-            )
-            return
-        try:
-            decoded = msgspec.json.decode(arguments)
-        except msgspec.DecodeError as error:
-            found.append(
-                HistoryProblem(
-                    "arguments_not_json",
-                    position,
-                    call_id,
-                    f"arguments do not parse: {error}",
-                )
-            )
-            return
-        if not isinstance(decoded, dict):
-            found.append(
-                HistoryProblem(
-                    "arguments_not_object",
-                    position,
-                    call_id,
-                    "arguments must be a JSON object",
-                )
-            )
+        problem = arguments_text_problem(arguments)
+        if problem is not None:
+            found.append(HistoryProblem(problem[0], position, call_id, problem[1]))
+
+    def repair(self, messages: Sequence[Mapping[str, Any]]) -> HistoryRepair:
+        """Every call whose arguments a server refuses (not JSON, not an object, markup) written
+        as ``next_messages`` writes a rejected call: arguments ``"{}"``, and a result that says
+        what was wrong (this profile's result form), the result it had kept after it."""
+        return repair_one_result_per_message(
+            messages,
+            fix_calls=_fix_calls,
+            result_of=self._result_of,
+            write_results=self.tool_result_messages,
+        )
+
+    def _result_of(self, message: Mapping[str, Any]) -> tuple[bool, str | None]:
+        return self._is_result(message), _call_id_of(message)
+
+
+def _fix_calls(message: dict[str, Any]) -> list[BrokenCall]:
+    """Make the arguments of the assistant ``message``'s broken calls ``"{}"``; return them."""
+    return fix_function_calls(message, _arguments_problem, _empty_text)
+
+
+def _arguments_problem(function: Mapping[str, Any]) -> tuple[ProblemKind, str] | None:
+    return arguments_text_problem(function.get("arguments"))
+
+
+def _empty_text() -> str:
+    return "{}"
 
 
 def _call_id_of(message: Mapping[str, Any]) -> str | None:

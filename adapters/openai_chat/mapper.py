@@ -32,7 +32,7 @@ from ...core.events import (
     TextDelta,
     Usage,
 )
-from ...core.mapper import MapperSettings, cap_text
+from ...core.mapper import MapperSettings
 from ..frame_errors import unknown_shape_error
 from ..framing import FrameOverflow
 from ..mapper_base import MapperBase
@@ -341,13 +341,4 @@ class OpenAIChatMapper(MapperBase):
             code = str(body.code) if body.code is not None else body.type
         else:
             message = body or chunk.message or "provider error"
-        self._state.fatal(
-            out,
-            ProviderError(
-                message=message,
-                kind="error_payload",
-                code=code,
-                raw=cap_text(data) if data else "",
-                fatal=True,
-            ),
-        )
+        self._in_band_error(out, message, code, data)

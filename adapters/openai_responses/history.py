@@ -31,7 +31,14 @@ import msgspec
 from ...core.errors import HistoryError
 from ...core.results import ToolResult
 from ...core.turn import CallRecord, Turn
-from ..history import HistoryProblem, replay_arguments
+from ..history import (
+    BrokenCall,
+    HistoryProblem,
+    HistoryRepair,
+    arguments_text_problem,
+    repair_one_result_per_message,
+    replay_arguments,
+)
 from .items import CLIENT_CALL_ITEM, ResponsesOutputItem
 
 __all__ = ["OpenAIResponsesHistory"]
@@ -222,26 +229,38 @@ class OpenAIResponsesHistory:
             )
         seen.add(call_id)
         pending[call_id] = position
-        arguments = call.get("arguments")
-        if not isinstance(arguments, str):
-            found.append(
-                HistoryProblem(
-                    "arguments_not_json", position, call_id, "arguments must be a JSON string"
-                )
-            )
-            return
-        try:
-            decoded = _decode(arguments)
-        except msgspec.DecodeError as error:
-            found.append(
-                HistoryProblem(
-                    "arguments_not_json", position, call_id, f"arguments do not parse: {error}"
-                )
-            )
-            return
-        if not isinstance(decoded, dict):
-            found.append(
-                HistoryProblem(
-                    "arguments_not_object", position, call_id, "arguments must be a JSON object"
-                )
-            )
+        problem = arguments_text_problem(call.get("arguments"))
+        if problem is not None:
+            found.append(HistoryProblem(problem[0], position, call_id, problem[1]))
+
+    def repair(self, messages: Sequence[Mapping[str, Any]]) -> HistoryRepair:
+        """Every ``function_call`` whose arguments a server refuses written as a rejected call:
+        arguments ``"{}"``, and a ``function_call_output`` that says what was wrong (the output
+        it had kept after it; one written after the turn's items when it had none)."""
+        return repair_one_result_per_message(
+            messages,
+            fix_calls=_fix_call,
+            result_of=_output_of,
+            write_results=self.tool_result_messages,
+            calls_share_results=True,
+        )
+
+
+def _output_of(item: Mapping[str, Any]) -> tuple[bool, str | None]:
+    call_id = item.get("call_id")
+    return item.get("type") == "function_call_output", call_id if isinstance(call_id, str) else None
+
+
+def _fix_call(item: dict[str, Any]) -> list[BrokenCall]:
+    """Make a broken ``function_call`` item's arguments ``"{}"``; return it (or nothing)."""
+    call_id = item.get("call_id")
+    if item.get("type") != CLIENT_CALL_ITEM or not isinstance(call_id, str):
+        return []
+    arguments = item.get("arguments")
+    problem = arguments_text_problem(arguments)
+    if problem is None:
+        return []
+    item["arguments"] = "{}"
+    name = item.get("name")
+    name = name if isinstance(name, str) else ""
+    return [BrokenCall(call_id, name, problem[0], problem[1], arguments, 0)]
