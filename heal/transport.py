@@ -27,7 +27,10 @@ The I/O contract:
 - A non-streamed healing that fails is HTTP 502 with ``x-should-retry: false`` and an
   ``{"error": {"type": "toolwire_heal_failed", ...}}`` body (the openai SDK raises
   ``InternalServerError`` and does not resend). A non-streamed body with nothing to change
-  goes to the client byte for byte.
+  goes to the client byte for byte; a 200 body that is not JSON at all is such a 502 too
+  (``toolwire_upstream_error``, code ``not_json``), never a 200 the SDK cannot parse.
+- A piece of a streamed response toolwire cannot read ends the client's stream with a typed
+  in-band error (:mod:`toolwire.heal.session`): text is never dropped silently.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from ..adapters.registry import heal_formats
 from ..adapters.registry import provider as provider_entry
 from ..api import Pipeline, TruncatedCalls
 from ..core.errors import ConfigurationError
+from ..core.events import ProviderError
 from ..core.wire import HealPlan, HealSettings, WireFormat, WireItem
 from ..judge import Policy
 from ..stages.telemetry.observer import Redactor
@@ -54,6 +58,7 @@ from .telemetry import HealTelemetry
 __all__ = ["HealingTransport"]
 
 _encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
 #: Headers that describe the upstream's bytes, not the body the client receives.
 _BODY_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 #: How much of a retry's error body is read, to quote it.
@@ -208,10 +213,21 @@ class HealingTransport(httpx.AsyncBaseTransport):
     ) -> httpx.Response:
         content = await response.aread()
         first = wire.read_body(content)
-        if first is None:  # an error in a 200, another shape: not toolwire's to change
-            return _rebuilt(response, content)
+        if first is None and _is_json(content):
+            return _rebuilt(response, content)  # an error in a 200, another shape: not ours
         session = self._session(wire, plan)
         try:
+            if first is None:
+                # Not JSON at all (or not UTF-8): a 200 the client's SDK could not parse. It is
+                # the session's unreadable piece, a typed 502 (issue 19, part 7).
+                unreadable = ProviderError(
+                    f"the upstream's {response.status_code} body is not JSON "
+                    f"({len(content)} bytes)",
+                    kind="not_json",
+                )
+                failed = _failed(wire, session.feed(unreadable))
+                assert failed is not None  # an unreadable piece always ends in an error
+                return failed
             return await self._heal_read_completion(
                 request, wire, session, response, content, first
             )
@@ -236,6 +252,8 @@ class HealingTransport(httpx.AsyncBaseTransport):
             try:
                 async for event in events:
                     items += session.feed(event)
+                    if session.outcome is not None:
+                        break
             finally:
                 await events.aclose()
             end = session.end_attempt()
@@ -256,13 +274,9 @@ class HealingTransport(httpx.AsyncBaseTransport):
                 items += session.retry_refused(retry.status_code, retry_content)
                 break
             completion = read
-        error = wire.error_body(items)
-        if error is not None:
-            return _whole(
-                FAILED_STATUS,
-                [(b"content-type", b"application/json"), (b"x-should-retry", b"false")],
-                _encode(error),
-            )
+        failed = _failed(wire, items)
+        if failed is not None:
+            return failed
         if not session.rewritten:
             return _rebuilt(response, content)
         body = wire.healed_body(first, items)
@@ -315,6 +329,8 @@ class _HealedStream(httpx.AsyncByteStream):
                         items = session.feed(event)
                         if items:
                             yield frame(items)
+                        if session.outcome is not None:
+                            break  # ended early (an unreadable piece): nothing more is read
                 finally:
                     await events.aclose()
                 end = session.end_attempt()
@@ -336,6 +352,26 @@ class _HealedStream(httpx.AsyncByteStream):
         finally:
             session.close()
             await _close_quietly(self._current)
+
+
+def _failed(wire: WireFormat, items: list[WireItem]) -> httpx.Response | None:
+    """The :data:`FAILED_STATUS` response of a non-streamed exchange that ended in an error."""
+    error = wire.error_body(items)
+    if error is None:
+        return None
+    return _whole(
+        FAILED_STATUS,
+        [(b"content-type", b"application/json"), (b"x-should-retry", b"false")],
+        _encode(error),
+    )
+
+
+def _is_json(content: bytes) -> bool:
+    try:
+        _decode(content)
+    except msgspec.DecodeError:
+        return False
+    return True
 
 
 def _with_content(request: httpx.Request, content: bytes) -> httpx.Request:

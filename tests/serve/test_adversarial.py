@@ -16,10 +16,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import openai
 import pytest
 from e2e.server import tool_calls_reply
 from heal.client import request
-from heal.upstream import HealUpstream, Reply, running_upstream
+from heal.upstream import HealUpstream, Reply, chat_chunk, running_upstream, sse
 
 from .proxy import Proxy, running_proxy
 
@@ -66,6 +67,10 @@ def _raw(proxy: Proxy, head: bytes, body: bytes = b"") -> tuple[int, bytes]:
 def _error_code(body: bytes) -> str:
     code: str = json.loads(body)["error"]["code"]
     return code
+
+
+def _text_of(chunk: Any) -> str:
+    return "".join(choice.delta.content or "" for choice in chunk.choices)
 
 
 def _tool(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -419,10 +424,30 @@ UNREADABLE = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason="needs heal/ after the layout move")
 @pytest.mark.parametrize("raw_upstream", [UNREADABLE], indirect=True)
 def test_an_unreadable_non_streamed_body_is_not_a_200(raw_upstream: _RawUpstream) -> None:
     with running_proxy("--upstream", raw_upstream.base_url) as running:
         with httpx.Client(timeout=10) as http:
             response = http.post(f"{running.base_url}/chat/completions", json=request(stream=False))
     assert response.status_code == 502
+
+
+# -- part 4: text the healing cannot read -----------------------------------------------------
+
+
+def test_an_event_over_the_framing_cap_is_an_in_band_error_through_the_proxy(
+    upstream: HealUpstream, proxy: Proxy
+) -> None:
+    # It used to be dropped while the SDK got a normal finish and 0 characters of it.
+    oversized = chat_chunk({"content": "x" * (16 * 1024 * 1024 + 1)})
+    body = sse([chat_chunk({"role": "assistant", "content": "Hello. "}), oversized,
+                chat_chunk({}, finish_reason="stop")])  # fmt: skip
+    upstream.script(Reply(body))
+    with openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0) as client:
+        stream = client.chat.completions.create(**request())
+        received: list[str] = []
+        with pytest.raises(openai.APIError) as raised:
+            received.extend(_text_of(chunk) for chunk in stream)
+    assert "".join(received) == "Hello. "
+    assert raised.value.code == "too_long"
+    assert len(upstream.paths) == 1
