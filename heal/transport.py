@@ -35,8 +35,8 @@ The I/O contract:
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, NamedTuple
 
 import anyio
 import httpx
@@ -44,7 +44,7 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
-from ..adapters.registry import heal_formats
+from ..adapters.registry import heal_formats, read_request
 from ..adapters.registry import provider as provider_entry
 from ..api import Pipeline, TruncatedCalls
 from ..core.errors import ConfigurationError
@@ -52,6 +52,7 @@ from ..core.events import ProviderError
 from ..core.wire import HealPlan, HealSettings, WireFormat, WireItem
 from ..judge import Policy
 from ..stages.telemetry.observer import Redactor
+from .refusal import Refusal, ToolLimits, compile_refusal, tools_refusal
 from .session import HealSession
 from .telemetry import HealTelemetry
 
@@ -61,6 +62,8 @@ _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 #: Headers that describe the upstream's bytes, not the body the client receives.
 _BODY_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
+#: Request bodies larger than this are planned and checked in a worker thread.
+_PLANNED_IN_A_THREAD_ABOVE = 64 * 1024
 #: How much of a retry's error body is read, to quote it.
 _ERROR_BODY_CAP = 64 * 1024
 #: The status of a non-streamed exchange whose healing failed: the upstream answered, but with
@@ -83,7 +86,9 @@ class HealingTransport(httpx.AsyncBaseTransport):
     ``policy`` and ``truncated_calls`` are the judge's (:class:`toolwire.Pipeline`);
     ``tracer_provider``, ``meter_provider``, ``capture_content`` and ``redact`` are where the
     spans and metrics of every response and of the healing go (``docs/healing.md``).
-    ``reasoning_field`` is the delta key reasoning is sent under.
+    ``reasoning_field`` is the delta key reasoning is sent under. ``tool_limits`` bounds the
+    tools one request may offer (:class:`~toolwire.heal.refusal.ToolLimits`): a request over
+    them, or with a tool the judge cannot use, is answered HTTP 400 here and never sent.
     """
 
     def __init__(
@@ -100,6 +105,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
         capture_content: bool | None = None,
         redact: Redactor | None = None,
         reasoning_field: str = "reasoning_content",
+        tool_limits: ToolLimits | None = None,
     ) -> None:
         formats = heal_formats(provider, HealSettings(reasoning_field=reasoning_field))
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
@@ -141,6 +147,9 @@ class HealingTransport(httpx.AsyncBaseTransport):
         )
         self._max_retries = max_retries
         self._ceiling = max_tokens_ceiling
+        if tool_limits is not None and not isinstance(tool_limits, ToolLimits):
+            raise ConfigurationError(f"tool_limits must be a ToolLimits, got {tool_limits!r}")
+        self._tool_limits = tool_limits or ToolLimits()
 
     @property
     def pipeline(self) -> Pipeline:
@@ -170,9 +179,11 @@ class HealingTransport(httpx.AsyncBaseTransport):
         wire = self.format_for(request)
         if wire is None:
             return await self._wrapped.handle_async_request(request)
-        plan = wire.plan_request(await request.aread())
+        plan = await self._checked_plan(wire, await request.aread())
         if plan is None:
             return await self._wrapped.handle_async_request(request)
+        if isinstance(plan, Refusal):
+            return refused(plan)
         upstream = request if plan.content is None else _with_content(request, plan.content)
         response = await self._wrapped.handle_async_request(upstream)
         if not 200 <= response.status_code < 300:
@@ -192,6 +203,46 @@ class HealingTransport(httpx.AsyncBaseTransport):
             return await self._heal_completion(request, wire, plan, response)
         finally:
             await _close_quietly(response)
+
+    async def _checked_plan(self, wire: WireFormat, content: bytes) -> HealPlan | Refusal | None:
+        """How ``content`` is healed (``None``: it is not), or why it must not go upstream.
+
+        The checks of :mod:`toolwire.heal.refusal`: the request's tools are counted, measured
+        and compiled by the pipeline's own cache, so the judge of the response finds them
+        compiled. A large body is planned and checked in a worker thread (reading 1 MB of
+        tools took 30 ms of the event loop); a small one on the loop, its tools compiled in a
+        worker thread unless the judge already has them.
+        """
+        if len(content) > _PLANNED_IN_A_THREAD_ABOVE:
+            return await anyio.to_thread.run_sync(self._plan_now, wire, content, True)
+        planned = self._plan_now(wire, content, False)
+        if not isinstance(planned, _Uncompiled):
+            return planned
+        refusal = await anyio.to_thread.run_sync(compile_refusal, planned.compile, planned.tools)
+        return planned.plan if refusal is None else refusal
+
+    def _plan_now(
+        self, wire: WireFormat, content: bytes, compile_now: bool
+    ) -> HealPlan | Refusal | _Uncompiled | None:
+        plan = wire.plan_request(content)
+        if plan is None:
+            return None
+        try:
+            tools = read_request(wire.provider, plan.body).tools
+        except ConfigurationError as error:
+            return Refusal(400, "invalid_request", f"toolwire cannot read this request: {error}")
+        refusal = tools_refusal(tools, self._tool_limits)
+        if refusal is not None:
+            return refusal
+        if tools is None:
+            return plan
+        # The pipeline's own cache (api.py keeps it private; it is this package's to share).
+        stages = self.pipeline_for(wire)._judge_stages
+        if stages.cached(tools) is not None:
+            return plan
+        if not compile_now:
+            return _Uncompiled(plan, stages.stage_for, tools)
+        return compile_refusal(stages.stage_for, tools) or plan
 
     def _session(self, wire: WireFormat, plan: HealPlan) -> HealSession:
         return HealSession(
@@ -283,6 +334,14 @@ class HealingTransport(httpx.AsyncBaseTransport):
         return _rebuilt(response, _encode(body))
 
 
+class _Uncompiled(NamedTuple):
+    """A planned request whose tools are still to be compiled (``compile(tools)``)."""
+
+    plan: HealPlan
+    compile: Callable[[object], object]
+    tools: object
+
+
 class _HealedStream(httpx.AsyncByteStream):
     """The body of a healed streamed response, produced while the client reads it.
 
@@ -352,6 +411,19 @@ class _HealedStream(httpx.AsyncByteStream):
         finally:
             session.close()
             await _close_quietly(self._current)
+
+
+def refused(refusal: Refusal) -> httpx.Response:
+    """The response to a refused request: ``refusal``'s status, an OpenAI-shaped error body."""
+    error = {
+        "message": refusal.message,
+        "type": f"toolwire_{refusal.code}",
+        "param": None,
+        "code": refusal.code,
+    }
+    return _whole(
+        refusal.status, [(b"content-type", b"application/json")], _encode({"error": error})
+    )
 
 
 def _failed(wire: WireFormat, items: list[WireItem]) -> httpx.Response | None:

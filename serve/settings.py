@@ -44,6 +44,11 @@ class ServeSettings(BaseModel):
     truncated_calls: Literal["reject", "allow"] = "reject"
     #: The largest request body accepted (HTTP 413 above it).
     max_request_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    #: The tools one healed request may offer: how many, the JSON size of one, of them all
+    #: (HTTP 400 above; ``toolwire.heal.refusal`` says why each bounds the work of a request).
+    max_tools: int = Field(default=512, ge=1)
+    max_tool_schema_bytes: int = Field(default=64 * 1024, ge=1024)
+    max_tools_bytes: int = Field(default=1024 * 1024, ge=1024)
     #: Connections to the upstream, across every client (each stream holds one).
     max_connections: int = Field(default=1000, ge=1)
     connect_timeout: float = Field(default=10.0, gt=0)

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from e2e.server import tool_calls_reply
+from e2e.server import text_reply, tool_calls_reply
 from heal.client import request
 from heal.upstream import HealUpstream, Reply, chat_chunk, running_upstream, sse
 
@@ -192,6 +192,58 @@ def test_an_ordinary_path_keeps_the_upstreams_base_path(
     status, _ = _raw(proxy, b"GET /v1/models HTTP/1.1")
     assert status == 200
     assert upstream.paths == ["/v1/models"]
+
+
+# -- part 3: big tool lists -------------------------------------------------------------------
+
+
+def _padded_tool(name: str, size: int) -> dict[str, Any]:
+    return _tool(name, {"type": "object", "description": "d" * size})
+
+
+@pytest.mark.parametrize(
+    ("tools", "code"),
+    [
+        # 1 MB of tools: it froze every client for 12.8 s.
+        ([_padded_tool(f"t{i}", 20) for i in range(10_000)], "too_many_tools"),
+        ([_padded_tool("huge", 1024 * 1024)], "tool_too_large"),
+        ([_padded_tool(f"t{i}", 60_000) for i in range(20)], "tools_too_large"),
+    ],
+    ids=["10,000 tools", "one tool of 1 MiB", "20 tools of 60 KB"],
+)
+def test_tools_over_a_limit_are_a_400_naming_it_before_anything_is_sent(
+    upstream: HealUpstream, proxy: Proxy, tools: list[dict[str, Any]], code: str
+) -> None:
+    # Encoded before the watch starts: json.dumps holds this process's GIL, not the proxy's.
+    body = json.dumps(request(tools=tools)).encode()
+    with _HealthWatch(proxy) as watch, httpx.Client(timeout=30) as http:
+        response = http.post(f"{proxy.base_url}/chat/completions", content=body)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["code"], error["type"]) == (code, f"toolwire_{code}")
+    assert "(max_tool" in error["message"]
+    assert upstream.paths == []
+    assert watch.worst < HEALTHY_WITHIN, f"/healthz took {watch.worst * 1000:.0f} ms"
+
+
+def test_new_lists_at_the_limits_every_request_never_stall_other_clients(
+    upstream: HealUpstream, proxy: Proxy
+) -> None:
+    # Lists just under the limits (16 tools of 60 KB), one character different each time: each
+    # is compiled from scratch, in a worker thread, one schema at a time.
+    rounds = 6
+    upstream.script(*(Reply(text_reply("ok")) for _ in range(rounds)))
+    bodies = [
+        json.dumps(request(tools=[_padded_tool(f"t{i}_{salt}", 60_000) for i in range(16)]))
+        for salt in range(rounds)
+    ]
+    with _HealthWatch(proxy) as watch, httpx.Client(timeout=60) as http:
+        for body in bodies:
+            response = http.post(f"{proxy.base_url}/chat/completions", content=body)
+            assert response.status_code == 200
+    assert len(upstream.paths) == rounds
+    assert watch.answers > 0
+    assert watch.worst < HEALTHY_WITHIN, f"/healthz took {watch.worst * 1000:.0f} ms"
 
 
 # -- part 5: a tool schema the judge cannot use ---------------------------------------------
