@@ -21,7 +21,6 @@ asyncio or trio (anyio): uvicorn, or hypercorn with ``--worker-class trio``.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -125,12 +124,6 @@ class ProxyApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                # Everything alive now lives as long as the process: out of the collector's
-                # reach, a full collection triggered by a large request's objects walks only
-                # theirs. Without it, one 1 MB body of 10,000 tools cost 160-170 ms full
-                # collections that held the GIL and stalled every client (issue 19, part 3).
-                gc.collect()
-                gc.freeze()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.aclose()
