@@ -34,6 +34,7 @@ from ..heal.refusal import ToolLimits
 from ..heal.transport import HealingTransport
 from .guard import HOP_BY_HOP, Refusal, body_refusal, forwarded_headers, path_refusal
 from .settings import ServeSettings
+from .upstream import CheckedUpstream
 
 __all__ = ["ProxyApp", "create_app"]
 
@@ -55,8 +56,9 @@ _HEALTH_PATHS = frozenset({"/healthz", "/health"})
 class ProxyApp:
     """The ASGI app of ``toolwire serve`` (see the module docstring).
 
-    ``upstream_transport`` sends the requests (``httpx.AsyncHTTPTransport`` sized by the
-    settings by default; the healing wraps it unless ``settings.heal`` is off).
+    ``upstream_transport`` sends the requests (by default ``httpx.AsyncHTTPTransport`` sized by
+    the settings, with the check of :mod:`toolwire.serve.upstream`; the healing wraps it unless
+    ``settings.heal`` is off).
     ``tracer_provider`` / ``meter_provider`` receive the healing's spans and metrics;
     ``on_shutdown`` runs (in a worker thread) when the server stops, after the last response
     and before the process exits: where telemetry is flushed.
@@ -77,7 +79,7 @@ class ProxyApp:
             max_connections=settings.max_connections,
             max_keepalive_connections=min(settings.max_connections, 100),
         )
-        transport = upstream_transport or httpx.AsyncHTTPTransport(limits=limits)
+        transport = upstream_transport or CheckedUpstream(limits)
         self._healing: HealingTransport | None = None
         if settings.heal:
             transport = self._healing = HealingTransport(
