@@ -20,7 +20,7 @@ import openai
 import pytest
 from e2e.server import text_reply, tool_calls_reply
 from heal.client import request
-from heal.upstream import HealUpstream, Reply, chat_chunk, running_upstream, sse
+from heal.upstream import HealUpstream, Reply, Stall, chat_chunk, running_upstream, sse
 
 from .proxy import Proxy, running_proxy
 
@@ -501,3 +501,26 @@ def test_an_event_over_the_framing_cap_is_an_in_band_error_through_the_proxy(
     assert "".join(received) == "Hello. "
     assert raised.value.code == "too_long"
     assert len(upstream.paths) == 1
+
+
+# -- part 6: memory per request ---------------------------------------------------------------
+
+
+def test_bodies_in_flight_past_their_budget_are_a_503_never_sent(
+    upstream: HealUpstream, tmp_path: Any
+) -> None:
+    config = tmp_path / "serve.toml"
+    config.write_text("max_request_bytes = 4096\nmax_request_bytes_in_flight = 6000\n")
+    upstream.script(Stall(text_reply("held"), events=1))
+    with running_proxy("--upstream", upstream.base_url, "--config", str(config)) as running:
+        with httpx.Client(timeout=10) as http:
+            padded = request(messages=[{"role": "user", "content": "x" * 3000}])
+            with http.stream("POST", f"{running.base_url}/chat/completions", json=padded) as held:
+                assert held.status_code == 200  # its 3.1 KB body is in flight until it ends
+                busy = http.post(f"{running.base_url}/chat/completions", json=padded)
+                small = http.get(f"{running.base_url}/models")
+    assert busy.status_code == 503
+    assert busy.json()["error"]["code"] == "server_busy"
+    assert "max_request_bytes_in_flight" in busy.json()["error"]["message"]
+    assert small.status_code == 200  # a body-less request is never refused
+    assert len(upstream.paths) == 2  # the held stream and the GET: never the refused body
