@@ -1,14 +1,15 @@
 """What one large request costs ``toolwire serve`` in memory (issue 19, part 6).
 
 A fake Chat upstream (``load_upstream.py``) and a fresh ``toolwire serve`` process per size
-(healing, or ``--no-heal``), on loopback. For each body size, one streamed request whose last user message
-carries that many bytes (ASCII text), with two tools; the proxy's RSS is sampled every 2 ms
-with psutil from before the request until its stream ended. Printed: RSS before, the peak, the
-peak minus before ("cost"), and cost / body size. ``--concurrent N`` sends N such requests at
-once (what ``max_connections`` clients at the body cap would do).
+(healing, or ``--no-heal``), on loopback. For each body size, one streamed request whose user
+message makes the body that many bytes (ASCII text), with the load test's tool; the proxy's
+RSS is sampled every 2 ms with psutil from before the request until its stream ended.
+Printed: RSS before, the peak, after, the peak minus before ("cost"), and cost per byte of
+body. ``--concurrent N`` sends N such requests at once (many clients at the body cap: past
+``max_request_bytes_in_flight`` the proxy answers 503, counted in ``errors``).
 
     python bench/bench_request_memory.py --sizes 1 4 16 30
-    python bench/bench_request_memory.py --sizes 4 --concurrent 32
+    python bench/bench_request_memory.py --sizes 16 --concurrent 20
 """
 
 from __future__ import annotations

@@ -12,35 +12,23 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-import msgspec
+from load_upstream import chunk, stream_started
 
-_encode = msgspec.json.Encoder().encode
 ARGUMENTS = '{"path": "notes.txt", "content": "hello from the soak"}'
 
 
-def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-    body = {
-        "id": "chatcmpl-soak",
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": "soak",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    return b"data: " + _encode(body) + b"\n\n"
-
-
 def _turn() -> list[bytes]:
-    events = [_chunk({"role": "assistant", "content": ""})]
-    events += [_chunk({"content": f"piece {n} "}) for n in range(10)]
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": f"piece {n} "}) for n in range(10)]
     header = {"index": 0, "id": "call_soak", "type": "function"}
     events.append(
-        _chunk({"tool_calls": [{**header, "function": {"name": "write", "arguments": ""}}]})
+        chunk({"tool_calls": [{**header, "function": {"name": "write", "arguments": ""}}]})
     )
     events += [
-        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": ARGUMENTS[i : i + 8]}}]})
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": ARGUMENTS[i : i + 8]}}]})
         for i in range(0, len(ARGUMENTS), 8)
     ]
-    events.append(_chunk({}, "tool_calls"))
+    events.append(chunk({}, "tool_calls"))
     return events
 
 
@@ -49,32 +37,14 @@ class _Reset(Exception):
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            else:
-                await send({"type": "lifespan.shutdown.complete"})
-                return
-    if scope["type"] != "http":
+    if not await stream_started(scope, receive, send):
         return
-    more = True
-    while more:
-        more = (await receive()).get("more_body", False)
     fault = dict(scope["headers"]).get(b"x-fault", b"ok").decode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [(b"content-type", b"text/event-stream")],
-        }
-    )
     events = _turn()
     if fault == "garbage":
         events.insert(5, b"data: {not json at all\n\n")
     elif fault == "oversize":
-        events.insert(5, _chunk({"content": "x" * (17 * 1024 * 1024)}))
+        events.insert(5, chunk({"content": "x" * (17 * 1024 * 1024)}))
     for number, event in enumerate(events):
         if number == 4 and fault == "reset":
             raise _Reset("the soak's reset")
