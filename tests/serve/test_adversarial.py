@@ -1,9 +1,9 @@
-"""``toolwire serve`` against a hostile client and a misbehaving upstream (issue 19, parts 1, 2,
-5 and 7): the real command on uvicorn, a loopback upstream that records what it received.
+"""``toolwire serve`` against a hostile client and a misbehaving upstream (issue 19): the real
+command on uvicorn, a loopback upstream that records what it received.
 
 Each case asserts the status (or the in-band error), that nothing went upstream when nothing
-should have, and, for the attacks that used to freeze the event loop, that ``/healthz`` answers
-other clients within 100 ms meanwhile.
+should have, and, for the attacks that used to freeze the event loop (a catastrophic pattern,
+big tool lists, large bodies), that ``/healthz`` answers other clients within 100 ms meanwhile.
 """
 
 from __future__ import annotations
