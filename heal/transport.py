@@ -214,15 +214,21 @@ class HealingTransport(httpx.AsyncBaseTransport):
         worker thread unless the judge already has them.
         """
         if len(content) > _PLANNED_IN_A_THREAD_ABOVE:
-            return await anyio.to_thread.run_sync(self._plan_now, wire, content, True)
-        planned = self._plan_now(wire, content, False)
+            return await anyio.to_thread.run_sync(self._plan_compiled, wire, content)
+        planned = self._plan_now(wire, content)
         if not isinstance(planned, _Uncompiled):
             return planned
         refusal = await anyio.to_thread.run_sync(compile_refusal, planned.compile, planned.tools)
         return planned.plan if refusal is None else refusal
 
+    def _plan_compiled(self, wire: WireFormat, content: bytes) -> HealPlan | Refusal | None:
+        planned = self._plan_now(wire, content)
+        if isinstance(planned, _Uncompiled):
+            return compile_refusal(planned.compile, planned.tools) or planned.plan
+        return planned
+
     def _plan_now(
-        self, wire: WireFormat, content: bytes, compile_now: bool
+        self, wire: WireFormat, content: bytes
     ) -> HealPlan | Refusal | _Uncompiled | None:
         plan = wire.plan_request(content)
         if plan is None:
@@ -240,9 +246,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
         stages = self.pipeline_for(wire)._judge_stages
         if stages.cached(tools) is not None:
             return plan
-        if not compile_now:
-            return _Uncompiled(plan, stages.stage_for, tools)
-        return compile_refusal(stages.stage_for, tools) or plan
+        return _Uncompiled(plan, stages.stage_for, tools)
 
     def _session(self, wire: WireFormat, plan: HealPlan) -> HealSession:
         return HealSession(
