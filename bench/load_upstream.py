@@ -22,6 +22,11 @@ _encode = msgspec.json.Encoder().encode
 ARGUMENTS = '{"path": "notes.txt", "content": "hello from the load test"}'
 
 
+def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    """One ``chat.completion.chunk`` event (the soak's upstream sends the same)."""
+    return _chunk(delta, finish)
+
+
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
     body = {
         "id": "chatcmpl-load",
@@ -33,7 +38,11 @@ def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
     return b"data: " + _encode(body) + b"\n\n"
 
 
-async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+async def stream_started(scope: dict[str, Any], receive: Any, send: Any) -> bool:
+    """Serve the lifespan; for a request, read its body and start a 200 event stream.
+
+    ``True`` when the caller is to send the stream's body (the soak's upstream shares it).
+    """
     if scope["type"] == "lifespan":
         while True:
             message = await receive()
@@ -41,9 +50,9 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
                 await send({"type": "lifespan.startup.complete"})
             else:
                 await send({"type": "lifespan.shutdown.complete"})
-                return
+                return False
     if scope["type"] != "http":
-        return
+        return False
     more = True
     while more:
         more = (await receive()).get("more_body", False)
@@ -54,6 +63,12 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             "headers": [(b"content-type", b"text/event-stream")],
         }
     )
+    return True
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if not await stream_started(scope, receive, send):
+        return
 
     async def piece(data: bytes) -> None:
         await send({"type": "http.response.body", "body": data, "more_body": True})

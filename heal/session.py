@@ -26,6 +26,12 @@ What the client can rely on:
   in-band error (``type: toolwire_heal_failed``) that states toolwire's messages.
 - A server error (an in-band error, a body that is no stream) reaches the client as an in-band
   error; a stream that dropped with no call cut drops for the client too (``dropped``).
+- Text is never lost silently (issue 19): a piece of a response toolwire could not read (not
+  JSON, invalid UTF-8, a shape the format never sends, an event over the framing cap) may have
+  held text as well as a call, and cannot be passed on unjudged (it may hold a call). The
+  exchange ends there with the format's in-band error (``type: toolwire_upstream_error``, the
+  piece's kind as ``code``: ``not_json``, ``unknown_shape``, ``too_long``), after what was
+  already sent, and nothing is asked again.
 - ``finish_reason`` is the server's, corrected for the token limit; a healed turn with calls
   finishes ``tool_calls``. Usage is the sum over every response of the exchange (what was
   spent); the retries' share is reported to the observer.
@@ -82,6 +88,8 @@ AttemptOutcome = Literal[
 ]
 
 _sorted_json = msgspec.json.Encoder(order="sorted").encode
+#: The kinds of :class:`ProviderError` that stand for a piece of the stream that was not read.
+_LOST_PIECE = frozenset({"not_json", "unknown_shape", "too_long", "too_many_errors"})
 
 
 def heal_cause(event: ToolCallRejected) -> str:
@@ -247,6 +255,8 @@ class HealSession:
                 self._usage = event
             case ProviderError() if event.fatal:
                 self._fatal = event
+            case ProviderError() if event.kind in _LOST_PIECE:
+                return self._lost_piece(event)
             case Finish():
                 self._finish = event
         return []
@@ -255,6 +265,19 @@ class HealSession:
         """Reasoning goes out as it comes: in the first response, and for signed reasoning
         only until a call of it was rejected (see the module docstring)."""
         return self.attempt == 0 and not (self._rejected and self.encoder.SIGNED_REASONING)
+
+    def _lost_piece(self, event: ProviderError) -> list[WireItem]:
+        self._observer.attempt_ended(self.attempt, self._usage, "upstream_error")
+        self.rewritten = True
+        told = msgspec.structs.replace(
+            event,
+            message="toolwire could not read a piece of the upstream's response "
+            f"({event.message}); it may have held text or a tool call, so the response ends "
+            "here instead of going on without it",
+            raw="",
+        )
+        encoder = self.encoder
+        return self._end("upstream_error", encoder.error(encoder.upstream_error(told))).items
 
     def _accepted(self, event: ToolCallReady | ToolCallRepaired) -> list[WireItem]:
         call = event.call

@@ -30,13 +30,16 @@ The I/O contract:
 - A non-streamed healing that fails is HTTP 502 with ``x-should-retry: false`` and an
   ``{"error": {"type": "toolwire_heal_failed", ...}}`` body (the openai SDK raises
   ``InternalServerError`` and does not resend). A non-streamed body with nothing to change
-  goes to the client byte for byte.
+  goes to the client byte for byte; a 200 body that is not JSON at all is such a 502 too
+  (``toolwire_upstream_error``, code ``not_json``), never a 200 the SDK cannot parse.
+- A piece of a streamed response toolwire cannot read ends the client's stream with a typed
+  in-band error (:mod:`toolwire.heal.session`): text is never dropped silently.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, NamedTuple
 
 import anyio
 import httpx
@@ -44,21 +47,26 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
-from ..adapters.registry import heal_formats
+from ..adapters.registry import heal_formats, read_request
 from ..adapters.registry import provider as provider_entry
 from ..api import Pipeline, TruncatedCalls
 from ..core.errors import ConfigurationError
+from ..core.events import ProviderError
 from ..core.wire import HealPlan, HealSettings, WireFormat, WireItem
 from ..judge import Policy
 from ..stages.telemetry.observer import Redactor
+from .refusal import Refusal, ToolLimits, compile_refusal, tools_refusal
 from .session import HealSession
 from .telemetry import HealTelemetry
 
 __all__ = ["ADAPTED_HEADER", "HealingTransport"]
 
 _encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
 #: Headers that describe the upstream's bytes, not the body the client receives.
 _BODY_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
+#: Request bodies larger than this are planned and checked in a worker thread.
+_PLANNED_IN_A_THREAD_ABOVE = 64 * 1024
 #: How much of a retry's error body is read, to quote it.
 _ERROR_BODY_CAP = 64 * 1024
 #: The status of a non-streamed exchange whose healing failed: the upstream answered, but with
@@ -84,7 +92,9 @@ class HealingTransport(httpx.AsyncBaseTransport):
     ``policy`` and ``truncated_calls`` are the judge's (:class:`toolwire.Pipeline`);
     ``tracer_provider``, ``meter_provider``, ``capture_content`` and ``redact`` are where the
     spans and metrics of every response and of the healing go (``docs/healing.md``).
-    ``reasoning_field`` is the delta key reasoning is sent under.
+    ``reasoning_field`` is the delta key reasoning is sent under. ``tool_limits`` bounds the
+    tools one request may offer (:class:`~toolwire.heal.refusal.ToolLimits`): a request over
+    them, or with a tool the judge cannot use, is answered HTTP 400 here and never sent.
     """
 
     def __init__(
@@ -101,6 +111,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
         capture_content: bool | None = None,
         redact: Redactor | None = None,
         reasoning_field: str = "reasoning_content",
+        tool_limits: ToolLimits | None = None,
     ) -> None:
         formats = heal_formats(provider, HealSettings(reasoning_field=reasoning_field))
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
@@ -142,6 +153,9 @@ class HealingTransport(httpx.AsyncBaseTransport):
         )
         self._max_retries = max_retries
         self._ceiling = max_tokens_ceiling
+        if tool_limits is not None and not isinstance(tool_limits, ToolLimits):
+            raise ConfigurationError(f"tool_limits must be a ToolLimits, got {tool_limits!r}")
+        self._tool_limits = tool_limits or ToolLimits()
 
     @property
     def pipeline(self) -> Pipeline:
@@ -171,9 +185,11 @@ class HealingTransport(httpx.AsyncBaseTransport):
         wire = self.format_for(request)
         if wire is None:
             return await self._wrapped.handle_async_request(request)
-        plan = wire.plan_request(await request.aread())
+        plan = await self._checked_plan(wire, await request.aread())
         if plan is None:
             return await self._wrapped.handle_async_request(request)
+        if isinstance(plan, Refusal):
+            return refused(plan)
         if not plan.adapted:
             return await self._send_planned(request, wire, plan)
         self._telemetry.count_adapted(provider_entry(wire.provider).gen_ai_name, plan.adapted)
@@ -207,6 +223,50 @@ class HealingTransport(httpx.AsyncBaseTransport):
         finally:
             await _close_quietly(response)
 
+    async def _checked_plan(self, wire: WireFormat, content: bytes) -> HealPlan | Refusal | None:
+        """How ``content`` is healed (``None``: it is not), or why it must not go upstream.
+
+        The checks of :mod:`toolwire.heal.refusal`: the request's tools are counted, measured
+        and compiled by the pipeline's own cache, so the judge of the response finds them
+        compiled. A large body is planned and checked in a worker thread (reading 1 MB of
+        tools took 30 ms of the event loop); a small one on the loop, its tools compiled in a
+        worker thread unless the judge already has them.
+        """
+        if len(content) > _PLANNED_IN_A_THREAD_ABOVE:
+            return await anyio.to_thread.run_sync(self._plan_compiled, wire, content)
+        planned = self._plan_now(wire, content)
+        if not isinstance(planned, _Uncompiled):
+            return planned
+        refusal = await anyio.to_thread.run_sync(compile_refusal, planned.compile, planned.tools)
+        return planned.plan if refusal is None else refusal
+
+    def _plan_compiled(self, wire: WireFormat, content: bytes) -> HealPlan | Refusal | None:
+        planned = self._plan_now(wire, content)
+        if isinstance(planned, _Uncompiled):
+            return compile_refusal(planned.compile, planned.tools) or planned.plan
+        return planned
+
+    def _plan_now(
+        self, wire: WireFormat, content: bytes
+    ) -> HealPlan | Refusal | _Uncompiled | None:
+        plan = wire.plan_request(content)
+        if plan is None:
+            return None
+        try:
+            tools = read_request(wire.provider, plan.body).tools
+        except ConfigurationError as error:
+            return Refusal(400, "invalid_request", f"toolwire cannot read this request: {error}")
+        refusal = tools_refusal(tools, self._tool_limits)
+        if refusal is not None:
+            return refusal
+        if tools is None:
+            return plan
+        # The pipeline's own cache (api.py keeps it private; it is this package's to share).
+        stages = self.pipeline_for(wire)._judge_stages
+        if stages.cached(tools) is not None:
+            return plan
+        return _Uncompiled(plan, stages.stage_for, tools)
+
     def _session(self, wire: WireFormat, plan: HealPlan) -> HealSession:
         return HealSession(
             plan.body,
@@ -229,10 +289,21 @@ class HealingTransport(httpx.AsyncBaseTransport):
     ) -> httpx.Response:
         content = await response.aread()
         first = wire.read_body(content)
-        if first is None:  # an error in a 200, another shape: not toolwire's to change
-            return _rebuilt(response, content)
+        if first is None and _is_json(content):
+            return _rebuilt(response, content)  # an error in a 200, another shape: not ours
         session = self._session(wire, plan)
         try:
+            if first is None:
+                # Not JSON at all (or not UTF-8): a 200 the client's SDK could not parse. It is
+                # the session's unreadable piece, a typed 502 (issue 19, part 7).
+                unreadable = ProviderError(
+                    f"the upstream's {response.status_code} body is not JSON "
+                    f"({len(content)} bytes)",
+                    kind="not_json",
+                )
+                failed = _failed(wire, session.feed(unreadable))
+                assert failed is not None  # an unreadable piece always ends in an error
+                return failed
             return await self._heal_read_completion(
                 request, wire, session, response, content, first
             )
@@ -257,6 +328,8 @@ class HealingTransport(httpx.AsyncBaseTransport):
             try:
                 async for event in events:
                     items += session.feed(event)
+                    if session.outcome is not None:
+                        break
             finally:
                 await events.aclose()
             end = session.end_attempt()
@@ -277,17 +350,21 @@ class HealingTransport(httpx.AsyncBaseTransport):
                 items += session.retry_refused(retry.status_code, retry_content)
                 break
             completion = read
-        error = wire.error_body(items)
-        if error is not None:
-            return _whole(
-                FAILED_STATUS,
-                [(b"content-type", b"application/json"), (b"x-should-retry", b"false")],
-                _encode(error),
-            )
+        failed = _failed(wire, items)
+        if failed is not None:
+            return failed
         if not session.rewritten:
             return _rebuilt(response, content)
         body = wire.healed_body(first, items)
         return _rebuilt(response, _encode(body))
+
+
+class _Uncompiled(NamedTuple):
+    """A planned request whose tools are still to be compiled (``compile(tools)``)."""
+
+    plan: HealPlan
+    compile: Callable[[object], object]
+    tools: object
 
 
 class _HealedStream(httpx.AsyncByteStream):
@@ -345,6 +422,8 @@ class _HealedStream(httpx.AsyncByteStream):
                         items = session.feed(event)
                         if items:
                             yield frame(items)
+                        if session.outcome is not None:
+                            break  # ended early (an unreadable piece): nothing more is read
                 finally:
                     await events.aclose()
                 end = session.end_attempt()
@@ -366,6 +445,39 @@ class _HealedStream(httpx.AsyncByteStream):
         finally:
             session.close()
             await _close_quietly(self._current)
+
+
+def refused(refusal: Refusal) -> httpx.Response:
+    """The response to a refused request: ``refusal``'s status, an OpenAI-shaped error body."""
+    error = {
+        "message": refusal.message,
+        "type": f"toolwire_{refusal.code}",
+        "param": None,
+        "code": refusal.code,
+    }
+    return _whole(
+        refusal.status, [(b"content-type", b"application/json")], _encode({"error": error})
+    )
+
+
+def _failed(wire: WireFormat, items: list[WireItem]) -> httpx.Response | None:
+    """The :data:`FAILED_STATUS` response of a non-streamed exchange that ended in an error."""
+    error = wire.error_body(items)
+    if error is None:
+        return None
+    return _whole(
+        FAILED_STATUS,
+        [(b"content-type", b"application/json"), (b"x-should-retry", b"false")],
+        _encode(error),
+    )
+
+
+def _is_json(content: bytes) -> bool:
+    try:
+        _decode(content)
+    except msgspec.DecodeError:
+        return False
+    return True
 
 
 def _with_content(request: httpx.Request, content: bytes) -> httpx.Request:

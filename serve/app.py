@@ -30,19 +30,11 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
-from ..adapters.registry import read_request
-from ..core.errors import ConfigurationError
+from ..heal.refusal import ToolLimits
 from ..heal.transport import HealingTransport
-from ..stages.judge_cache import JudgeStageCache
-from .guard import (
-    HOP_BY_HOP,
-    Refusal,
-    body_refusal,
-    forwarded_headers,
-    path_refusal,
-    tools_refusal,
-)
+from .guard import HOP_BY_HOP, Refusal, body_refusal, forwarded_headers, path_refusal
 from .settings import ServeSettings
+from .upstream import CheckedUpstream
 
 __all__ = ["ProxyApp", "create_app"]
 
@@ -64,8 +56,9 @@ _HEALTH_PATHS = frozenset({"/healthz", "/health"})
 class ProxyApp:
     """The ASGI app of ``toolwire serve`` (see the module docstring).
 
-    ``upstream_transport`` sends the requests (``httpx.AsyncHTTPTransport`` sized by the
-    settings by default; the healing wraps it unless ``settings.heal`` is off).
+    ``upstream_transport`` sends the requests (by default ``httpx.AsyncHTTPTransport`` sized by
+    the settings, with the check of :mod:`toolwire.serve.upstream`; the healing wraps it unless
+    ``settings.heal`` is off).
     ``tracer_provider`` / ``meter_provider`` receive the healing's spans and metrics;
     ``on_shutdown`` runs (in a worker thread) when the server stops, after the last response
     and before the process exits: where telemetry is flushed.
@@ -82,14 +75,14 @@ class ProxyApp:
     ) -> None:
         self.settings = settings
         self._on_shutdown = on_shutdown
+        #: Bytes of request bodies held by the requests in flight (issue 19, part 6).
+        self._in_flight = 0
         limits = httpx.Limits(
             max_connections=settings.max_connections,
             max_keepalive_connections=min(settings.max_connections, 100),
         )
-        transport = upstream_transport or httpx.AsyncHTTPTransport(limits=limits)
+        transport = upstream_transport or CheckedUpstream(limits)
         self._healing: HealingTransport | None = None
-        #: The tool lists already checked before forwarding (issue 19, part 5).
-        self._checked_tools = JudgeStageCache(None, settings.truncated_calls)
         if settings.heal:
             transport = self._healing = HealingTransport(
                 wrapped=transport,
@@ -100,6 +93,11 @@ class ProxyApp:
                 tracer_provider=tracer_provider,
                 meter_provider=meter_provider,
                 capture_content=settings.capture_content,
+                tool_limits=ToolLimits(
+                    max_tools=settings.max_tools,
+                    max_tool_schema_bytes=settings.max_tool_schema_bytes,
+                    max_tools_bytes=settings.max_tools_bytes,
+                ),
             )
         self._client = httpx.AsyncClient(
             transport=transport,
@@ -155,17 +153,20 @@ class ProxyApp:
         if refusal is not None:
             await _send_refusal(send, refusal)
             return
-        content = await _read_body(receive, self.settings.max_request_bytes)
+        taken = _Taken()
+        try:
+            await self._checked_and_forwarded(scope, receive, send, path, taken)
+        finally:
+            self._in_flight -= taken.bytes
+
+    async def _checked_and_forwarded(
+        self, scope: Scope, receive: Receive, send: Send, path: str, taken: _Taken
+    ) -> None:
+        content = await self._read_body(receive, taken, _declared_length(scope["headers"]))
         if content is None:
             return  # the client went away while sending its request
-        if isinstance(content, _TooLarge):
-            await _send_error(
-                send,
-                413,
-                "request_too_large",
-                f"the request body is over {self.settings.max_request_bytes} bytes "
-                "(max_request_bytes)",
-            )
+        if isinstance(content, Refusal):
+            await _send_refusal(send, content)
             return
         request = self._client.build_request(
             scope["method"],
@@ -173,10 +174,11 @@ class ProxyApp:
             headers=forwarded_headers(scope["headers"]),
             content=content,
         )
-        if len(content) > _CHECKED_IN_A_THREAD_ABOVE:
-            refusal = await anyio.to_thread.run_sync(self._request_refusal, request, content)
+        del content  # the request holds it; nothing else here must
+        if len(request.content) > _CHECKED_IN_A_THREAD_ABOVE:
+            refusal = await anyio.to_thread.run_sync(self._request_refusal, request)
         else:
-            refusal = self._request_refusal(request, content)
+            refusal = self._request_refusal(request)
         if refusal is not None:
             await _send_refusal(send, refusal)
             return
@@ -185,22 +187,68 @@ class ProxyApp:
             await self._forward(request, send)
             group.cancel_scope.cancel()
 
-    def _request_refusal(self, request: httpx.Request, content: bytes) -> Refusal | None:
-        """Why a request the healing would read must not go upstream, or ``None``."""
+    async def _read_body(
+        self, receive: Receive, taken: _Taken, declared: int | None
+    ) -> bytes | Refusal | None:
+        """The whole request body, its bytes counted in the in-flight budget.
+
+        A refusal over ``max_request_bytes`` (413) or when the bodies of the requests in flight
+        would pass ``max_request_bytes_in_flight`` (503, the SDKs retry it); ``None`` when the
+        client left. Nothing more is kept once refused: the rest is read and dropped. A body
+        with a ``Content-Length`` takes its whole length at once, before a byte is kept (bodies
+        arriving together would otherwise each hold part of the budget and all be refused).
+        """
+        settings = self.settings
+        body = bytearray()
+        refusal: Refusal | None = None
+        if declared is not None:
+            refusal = self._take(min(declared, settings.max_request_bytes + 1), taken)
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            piece = message.get("body", b"")
+            if refusal is None and piece:
+                beyond = len(body) + len(piece) - taken.bytes
+                if beyond > 0:  # past the declared length, or no length was declared
+                    refusal = self._take(beyond, taken)
+                if refusal is None:
+                    body += piece
+                else:
+                    body.clear()
+            if not message.get("more_body", False):
+                return refusal if refusal is not None else bytes(body)
+
+    def _take(self, size: int, taken: _Taken) -> Refusal | None:
+        """Take ``size`` more bytes of the in-flight budget for one request, or refuse."""
+        settings = self.settings
+        if taken.bytes + size > settings.max_request_bytes:
+            return Refusal(
+                413,
+                "request_too_large",
+                f"the request body is over {settings.max_request_bytes} bytes (max_request_bytes)",
+            )
+        if self._in_flight + size > settings.max_request_bytes_in_flight:
+            return Refusal(
+                503,
+                "server_busy",
+                "the request bodies in flight are at max_request_bytes_in_flight "
+                f"({settings.max_request_bytes_in_flight} bytes); try again shortly",
+            )
+        self._in_flight += size
+        taken.bytes += size
+        return None
+
+    def _request_refusal(self, request: httpx.Request) -> Refusal | None:
+        """Why a request the healing would read must not go upstream, or ``None``.
+
+        Its tools are the healing's to check (``HealingTransport``: their count, their size,
+        whether the judge can use them), in the same pass that compiles them for the judge.
+        """
         wire = self._healing.format_for(request) if self._healing is not None else None
         if wire is None:
             return None
-        refusal, body = body_refusal(content)
-        if refusal is not None or body is None:
-            return refusal
-        plan = wire.plan_request(content)
-        if plan is None:
-            return None
-        try:
-            tools = read_request(wire.provider, plan.body).tools
-        except ConfigurationError as error:
-            return Refusal(400, "invalid_request", f"toolwire cannot read this request: {error}")
-        return tools_refusal(self._checked_tools, tools)
+        return body_refusal(request.content)
 
     def _upstream_url(self, path: str, query: bytes) -> str:
         url = self.settings.upstream + path[len(_API_PREFIX) :]
@@ -275,25 +323,20 @@ class ProxyApp:
                 await response.aclose()
 
 
-class _TooLarge:
-    """A request body over the limit (its bytes are not kept)."""
+def _declared_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+    for name, value in headers:
+        if name.lower() == b"content-length" and value.isdigit():
+            return int(value)
+    return None
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | _TooLarge | None:
-    """The whole request body; ``_TooLarge`` over ``limit``; ``None`` when the client left."""
-    body = bytearray()
-    too_large = False
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        if not too_large:
-            body += message.get("body", b"")
-            if len(body) > limit:
-                too_large = True
-                body.clear()
-        if not message.get("more_body", False):
-            return _TooLarge() if too_large else bytes(body)
+class _Taken:
+    """The bytes of the in-flight budget one request holds (given back when it ends)."""
+
+    __slots__ = ("bytes",)
+
+    def __init__(self) -> None:
+        self.bytes = 0
 
 
 async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:

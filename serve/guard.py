@@ -13,8 +13,10 @@ OpenAI-shaped error the proxy answers) or ``None`` when the request may go on:
   keys (which one wins differs between parsers), a ``stream`` that is not a boolean or
   ``tools`` that are not a list (``"stream": "true"`` is streamed by some servers and not by
   toolwire), JSON nested too deeply to read.
-- :func:`tools_refusal`: a tool whose schema cannot be used: refused *before* the upstream is
-  paid, naming the tool and the place in its schema (it used to fail after the response came).
+
+The tools of a healed request are checked by the healing itself
+(:mod:`toolwire.heal.refusal`, in :class:`~toolwire.heal.transport.HealingTransport`), so that
+the library shell refuses the same requests and the list is compiled once.
 
 :func:`forwarded_headers` is the request headers that go upstream: never the hop-by-hop ones,
 nor those the client's ``Connection`` names (RFC 9110 7.6.1), nor ``Expect``, nor a client's
@@ -29,10 +31,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
-import msgspec
-
-from ..core.errors import ConfigurationError
-from ..stages.judge_cache import JudgeStageCache
+from ..heal.refusal import Refusal
 
 __all__ = [
     "HOP_BY_HOP",
@@ -40,7 +39,6 @@ __all__ = [
     "body_refusal",
     "forwarded_headers",
     "path_refusal",
-    "tools_refusal",
 ]
 
 #: Headers that belong to one connection, never forwarded either way (RFC 9110 7.6.1).
@@ -71,14 +69,6 @@ _REQUEST_DROPPED = HOP_BY_HOP | {
 _CLIENT_CLAIMS_PREFIX = b"x-forwarded-"
 #: Characters that change a URL's structure once a decoded segment is put back into one.
 _STRUCTURAL = frozenset("/\\?#")
-
-
-class Refusal(msgspec.Struct, frozen=True):
-    """Why the proxy answers a request itself: HTTP ``status``, error ``code``, ``message``."""
-
-    status: int
-    code: str
-    message: str
 
 
 def path_refusal(path: str, raw_path: bytes | None) -> Refusal | None:
@@ -142,49 +132,32 @@ class _DuplicateKeyError(ValueError):
         self.key = key
 
 
-def body_refusal(content: bytes) -> tuple[Refusal | None, object]:
-    """The refusal of a body toolwire would read differently from the upstream, and the body.
+def body_refusal(content: bytes) -> Refusal | None:
+    """The refusal of a body toolwire would read differently from the upstream, or ``None``.
 
-    The body is returned decoded (``None`` when it is not JSON: such a body passes through
-    untouched, as it did).
+    A body that is not JSON passes (untouched, as it did): it is not toolwire's to read.
     """
     try:
         body = json.loads(content, object_pairs_hook=_unique_keys)
     except _DuplicateKeyError as error:
-        return (
-            Refusal(
-                400,
-                "invalid_request",
-                f"the request body has the key {error.key!r} twice in one object; toolwire "
-                "and the upstream could read different values",
-            ),
-            None,
+        return Refusal(
+            400,
+            "invalid_request",
+            f"the request body has the key {error.key!r} twice in one object; toolwire "
+            "and the upstream could read different values",
         )
     except RecursionError:
-        return Refusal(400, "invalid_request", "the request body is nested too deeply"), None
+        return Refusal(400, "invalid_request", "the request body is nested too deeply")
     except ValueError:  # not JSON (UnicodeDecodeError is one): not toolwire's to read
-        return None, None
+        return None
     if isinstance(body, dict):
         if "stream" in body and not isinstance(body["stream"], bool | None):
-            return _wrong_type("stream", "a boolean", body["stream"]), body
+            return _wrong_type("stream", "a boolean", body["stream"])
         if "tools" in body and not isinstance(body["tools"], list | None):
-            return _wrong_type("tools", "a list", body["tools"]), body
-    return None, body
+            return _wrong_type("tools", "a list", body["tools"])
+    return None
 
 
 def _wrong_type(key: str, expected: str, value: object) -> Refusal:
     got = type(value).__name__
     return Refusal(400, "invalid_request", f"{key!r} must be {expected}, not {got} {value!r:.40}")
-
-
-def tools_refusal(cache: JudgeStageCache, tools: object) -> Refusal | None:
-    """The refusal of a request whose tools the judge could not use (compiled once per list)."""
-    if tools is None:
-        return None
-    try:
-        cache.stage_for(tools)
-    except ConfigurationError as error:
-        return Refusal(400, "invalid_tools", f"toolwire cannot judge this request: {error}")
-    except RecursionError:
-        return Refusal(400, "invalid_tools", "the tools are nested too deeply to be used")
-    return None

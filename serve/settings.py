@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..adapters.registry import chat_provider_names
 from ..core.errors import ConfigurationError
@@ -43,7 +43,16 @@ class ServeSettings(BaseModel):
     max_tokens_ceiling: int | None = Field(default=None, ge=1)
     truncated_calls: Literal["reject", "allow"] = "reject"
     #: The largest request body accepted (HTTP 413 above it).
-    max_request_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    #: The bodies of every request in flight together (HTTP 503 above it): what bounds the
+    #: proxy's memory whatever the number of clients (docs/serve.md: about 4.6 bytes of memory
+    #: per byte of body at the peak).
+    max_request_bytes_in_flight: int = Field(default=160 * 1024 * 1024, ge=1024)
+    #: The tools one healed request may offer: how many, the JSON size of one, of them all
+    #: (HTTP 400 above; ``toolwire.heal.refusal`` says why each bounds the work of a request).
+    max_tools: int = Field(default=512, ge=1)
+    max_tool_schema_bytes: int = Field(default=64 * 1024, ge=1024)
+    max_tools_bytes: int = Field(default=1024 * 1024, ge=1024)
     #: Connections to the upstream, across every client (each stream holds one).
     max_connections: int = Field(default=1000, ge=1)
     connect_timeout: float = Field(default=10.0, gt=0)
@@ -65,6 +74,15 @@ class ServeSettings(BaseModel):
         if not value.startswith(("http://", "https://")) or "://" == value[-3:]:
             raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
         return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _one_body_fits_in_flight(self) -> ServeSettings:
+        if self.max_request_bytes > self.max_request_bytes_in_flight:
+            raise ValueError(
+                "max_request_bytes must not be over max_request_bytes_in_flight "
+                f"({self.max_request_bytes} > {self.max_request_bytes_in_flight})"
+            )
+        return self
 
     @field_validator("provider")
     @classmethod

@@ -44,7 +44,6 @@ __all__ = [
 _CONDITIONS: frozenset[str] = frozenset(get_args(StopCondition))
 
 
-
 def normalize_stop_on(stop_on: Iterable[str] | None) -> frozenset[StopCondition]:
     """Check the names in ``stop_on``; a typo must fail loudly, not silently stop nothing."""
     if stop_on is None:
