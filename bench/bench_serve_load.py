@@ -82,7 +82,8 @@ def _wait_http(url: str, deadline: float) -> None:
     raise RuntimeError(f"{url} never answered")
 
 
-def start_upstream() -> tuple[subprocess.Popen[bytes], str]:
+def start_upstream(app: str = "load_upstream:app") -> tuple[subprocess.Popen[bytes], str]:
+    """Run the fake upstream ``app`` (a module of this folder) on uvicorn; its ``/v1`` URL."""
     port = _free_port()
     process = subprocess.Popen(
         [
@@ -91,7 +92,7 @@ def start_upstream() -> tuple[subprocess.Popen[bytes], str]:
             "uvicorn",
             "--app-dir",
             str(HERE),
-            "load_upstream:app",
+            app,
             "--port",
             str(port),
             "--log-level",
