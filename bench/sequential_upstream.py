@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from load_upstream import lifespan
 
 _encode = msgspec.json.Encoder().encode
 GOOD = '{"path": "notes.txt", "content": "hello"}'
@@ -51,13 +52,7 @@ def _events(arguments: str, finish: str) -> list[bytes]:
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            else:
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await lifespan(receive, send)
     if scope["type"] != "http":
         return
     raw = b""
