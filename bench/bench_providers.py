@@ -55,145 +55,61 @@ def _sse(events: list[tuple[str | None, Any]]) -> bytes:
 
 def chat(text: str) -> bytes:
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {
-            "id": "c",
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
+        return {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     events: list[tuple[str | None, Any]] = [
-        (
-            None,
-            chunk(
-                {
-                    "tool_calls": [
-                        {
-                            "index": 0,
-                            "id": "call_1",
-                            "type": "function",
-                            "function": {"name": "write", "arguments": ""},
-                        }
-                    ]
-                }
-            ),
-        )
+        (None, chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                      "function": {"name": "write", "arguments": ""}}]}))
     ]
-    events += [
-        (None, chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}))
-        for p in pieces_of(text)
-    ]
+    events += [(None, chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}))
+               for p in pieces_of(text)]
     events.append((None, chunk({}, "tool_calls")))
     return _sse(events) + b"data: [DONE]\n\n"
 
 
 def responses(text: str) -> bytes:
-    call = {
-        "type": "function_call",
-        "id": "fc_1",
-        "call_id": "call_1",
-        "name": "write",
-        "arguments": "",
-        "status": "in_progress",
-    }
+    call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "write",
+            "arguments": "", "status": "in_progress"}
     events: list[tuple[str | None, Any]] = [
-        (
-            "response.created",
-            {
-                "type": "response.created",
-                "response": {"id": "r", "model": "m", "status": "in_progress", "output": []},
-            },
-        ),
-        (
-            "response.output_item.added",
-            {"type": "response.output_item.added", "output_index": 0, "item": call},
-        ),
+        ("response.created", {"type": "response.created",
+                              "response": {"id": "r", "model": "m", "status": "in_progress",
+                                           "output": []}}),
+        ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
+                                        "item": call}),
     ]
-    events += [
-        (
-            "response.function_call_arguments.delta",
-            {
-                "type": "response.function_call_arguments.delta",
-                "item_id": "fc_1",
-                "output_index": 0,
-                "delta": p,
-            },
-        )
-        for p in pieces_of(text)
-    ]
+    events += [("response.function_call_arguments.delta",
+                {"type": "response.function_call_arguments.delta", "item_id": "fc_1",
+                 "output_index": 0, "delta": p}) for p in pieces_of(text)]
     done = {**call, "arguments": text, "status": "completed"}
     events += [
-        (
-            "response.function_call_arguments.done",
-            {
-                "type": "response.function_call_arguments.done",
-                "item_id": "fc_1",
-                "output_index": 0,
-                "arguments": text,
-            },
-        ),
-        (
-            "response.output_item.done",
-            {"type": "response.output_item.done", "output_index": 0, "item": done},
-        ),
-        (
-            "response.completed",
-            {
-                "type": "response.completed",
-                "response": {"id": "r", "model": "m", "status": "completed", "output": [done]},
-            },
-        ),
+        ("response.function_call_arguments.done",
+         {"type": "response.function_call_arguments.done", "item_id": "fc_1",
+          "output_index": 0, "arguments": text}),
+        ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0,
+                                       "item": done}),
+        ("response.completed", {"type": "response.completed",
+                                "response": {"id": "r", "model": "m", "status": "completed",
+                                             "output": [done]}}),
     ]
     return _sse(events)
 
 
 def anthropic(text: str) -> bytes:
     events: list[tuple[str | None, Any]] = [
-        (
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": "msg",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": "m",
-                    "content": [],
-                    "usage": {"input_tokens": 1, "output_tokens": 1},
-                },
-            },
-        ),
-        (
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "tool_use", "id": "call_1", "name": "write", "input": {}},
-            },
-        ),
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg", "type": "message", "role": "assistant", "model": "m", "content": [],
+            "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+            "type": "tool_use", "id": "call_1", "name": "write", "input": {}}}),
     ]
-    events += [
-        (
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "input_json_delta", "partial_json": p},
-            },
-        )
-        for p in pieces_of(text)
-    ]
+    events += [("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                        "delta": {"type": "input_json_delta", "partial_json": p}})
+               for p in pieces_of(text)]
     events += [
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "tool_use"},
-                "usage": {"output_tokens": 9},
-            },
-        ),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                           "usage": {"output_tokens": 9}}),
         ("message_stop", {"type": "message_stop"}),
     ]
     return _sse(events)
@@ -201,50 +117,22 @@ def anthropic(text: str) -> bytes:
 
 def gemini(text: str) -> bytes:
     # Calls come whole: as many text pieces as the others have argument pieces, then the call.
-    texts = [
-        (None, {"candidates": [{"content": {"parts": [{"text": p}], "role": "model"}, "index": 0}]})
-        for p in pieces_of(text)
-    ]
-    call = {
-        "candidates": [
-            {
-                "content": {
-                    "parts": [{"functionCall": {"name": "write", "args": json.loads(text)}}],
-                    "role": "model",
-                },
-                "finishReason": "STOP",
-                "index": 0,
-            }
-        ]
-    }
+    texts = [(None, {"candidates": [{"content": {"parts": [{"text": p}], "role": "model"},
+                                     "index": 0}]}) for p in pieces_of(text)]
+    call = {"candidates": [{"content": {"parts": [{"functionCall": {
+        "name": "write", "args": json.loads(text)}}], "role": "model"},
+        "finishReason": "STOP", "index": 0}]}
     return _sse([*texts, (None, call)]).replace(b"\n\n", b"\r\n\r\n")
 
 
 def ollama(text: str) -> bytes:
     stamp = {"model": "m", "created_at": "2025-01-01T00:00:00Z"}
-    lines = [
-        {**stamp, "message": {"role": "assistant", "content": p}, "done": False}
-        for p in pieces_of(text)
-    ]
-    lines.append(
-        {
-            **stamp,
-            "message": {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [{"function": {"name": "write", "arguments": json.loads(text)}}],
-            },
-            "done": False,
-        }
-    )
-    lines.append(
-        {
-            **stamp,
-            "message": {"role": "assistant", "content": ""},
-            "done": True,
-            "done_reason": "stop",
-        }
-    )
+    lines = [{**stamp, "message": {"role": "assistant", "content": p}, "done": False}
+             for p in pieces_of(text)]
+    lines.append({**stamp, "message": {"role": "assistant", "content": "", "tool_calls": [
+        {"function": {"name": "write", "arguments": json.loads(text)}}]}, "done": False})
+    lines.append({**stamp, "message": {"role": "assistant", "content": ""}, "done": True,
+                  "done_reason": "stop"})
     return "".join(json.dumps(line) + "\n" for line in lines).encode()
 
 
@@ -434,10 +322,8 @@ async def main(runs: int, kb: int) -> None:
             start = time.perf_counter()
             await toolwire_run(reads, name)
             best_tool = min(best_tool, time.perf_counter() - start)
-        print(
-            f"{name:<18}{len(body) / 1000:>9.0f}{best_floor * 1e3:>10.2f}"
-            f"{best_tool * 1e3:>13.2f}{best_tool / best_floor:>8.2f}"
-        )
+        print(f"{name:<18}{len(body) / 1000:>9.0f}{best_floor * 1e3:>10.2f}"
+              f"{best_tool * 1e3:>13.2f}{best_tool / best_floor:>8.2f}")
 
 
 if __name__ == "__main__":

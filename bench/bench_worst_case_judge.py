@@ -44,7 +44,7 @@ def _typical_object(size: int) -> dict[str, object]:
 def _relaxed(size: int) -> str:
     """A large object with bare keys, single-quoted keys, trailing commas and raw newlines."""
     rows = max(1, size // 48)
-    body = ",\n".join(f'  {{name: "x", \'size\': {i}, note: "a\nb",}}' for i in range(rows))
+    body = ",\n".join(f"  {{name: \"x\", 'size': {i}, note: \"a\nb\",}}" for i in range(rows))
     return "{items: [\n" + body + ",\n],}"
 
 
@@ -66,7 +66,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "many broken groups": lambda n: _repeat('{"a" 1} ', n),
     "many bare groups": lambda n: _repeat("{a:b} ", n),
     # Strings and tokens.
-    "quote tokens, unclosed": lambda n: '{a: <|"|>' + "x" * n,
+    "quote tokens, unclosed": lambda n: "{a: <|\"|>" + "x" * n,
     "many quote tokens": lambda n: "{" + _repeat('k: <|"|>v<|"|>, ', n) + "z: 1}",
     "lone '<' run in object": lambda n: '{"a": 1, ' + "<" * n + "}",
     "python literal": lambda n: "{" + _repeat("'k': True, ", n) + "'z': None}",
@@ -92,7 +92,9 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "typical: fenced object": lambda n: "```json\n" + json.dumps(_typical_object(n)) + "\n```",
     "typical: prose around": lambda n: "Sure:\n" + json.dumps(_typical_object(n)) + "\nDone.",
     "typical: python dict": lambda n: repr(_typical_object(n)),
-    "typical: cut-off write": lambda n: json.dumps({"path": "a.py", "content": "x = 1\n" * n})[:n],
+    "typical: cut-off write": lambda n: json.dumps({"path": "a.py", "content": "x = 1\n" * n})[
+        :n
+    ],
     "typical: trailing comma": lambda n: json.dumps(_typical_object(n))[:-1] + ",}",
 }
 

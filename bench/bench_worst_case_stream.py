@@ -30,11 +30,8 @@ SIZES = (10_000, 100_000, 1_000_000)
 
 
 def _chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
-    payload = {
-        "id": "x",
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
+    payload = {"id": "x", "model": "m", "choices": [{"index": 0, "delta": delta,
+                                                     "finish_reason": finish}]}
     return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
 
@@ -47,13 +44,8 @@ def long_line(size: int) -> list[bytes]:
 def many_calls(size: int) -> list[bytes]:
     count = max(1, size // 40)
     parts = [
-        _chunk(
-            {
-                "tool_calls": [
-                    {"index": n, "id": f"c{n}", "function": {"name": "f", "arguments": "{}"}}
-                ]
-            }
-        )
+        _chunk({"tool_calls": [{"index": n, "id": f"c{n}", "function": {"name": "f",
+                                                                        "arguments": "{}"}}]})
         for n in range(count)
     ]
     parts.append(_chunk({}, "tool_calls") + b"data: [DONE]\n\n")
@@ -61,9 +53,8 @@ def many_calls(size: int) -> list[bytes]:
 
 
 def big_arguments(size: int) -> list[bytes]:
-    head = _chunk(
-        {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f", "arguments": '{"a": "'}}]}
-    )
+    head = _chunk({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f",
+                                                                       "arguments": '{"a": "'}}]})
     piece = _chunk({"tool_calls": [{"index": 0, "function": {"arguments": "y" * 64}}]})
     tail = _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"}'}}]})
     body = head + piece * max(1, size // len(piece)) + tail + _chunk({}, "tool_calls")
