@@ -83,6 +83,7 @@ def _wait_http(url: str, deadline: float) -> None:
 
 
 def start_upstream(app: str = "load_upstream:app") -> tuple[subprocess.Popen[bytes], str]:
+    """Run the fake upstream ``app`` (a module of this folder) on uvicorn; its ``/v1`` URL."""
     port = _free_port()
     process = subprocess.Popen(
         [

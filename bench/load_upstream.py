@@ -38,19 +38,25 @@ def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
     return b"data: " + _encode(body) + b"\n\n"
 
 
+async def lifespan(receive: Any, send: Any) -> None:
+    """Answer uvicorn's startup and shutdown (nothing to set up or release)."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        else:
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
 async def stream_started(scope: dict[str, Any], receive: Any, send: Any) -> bool:
     """Serve the lifespan; for a request, read its body and start a 200 event stream.
 
     ``True`` when the caller is to send the stream's body (the soak's upstream shares it).
     """
     if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            else:
-                await send({"type": "lifespan.shutdown.complete"})
-                return False
+        await lifespan(receive, send)
+        return False
     if scope["type"] != "http":
         return False
     more = True
