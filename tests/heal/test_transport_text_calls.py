@@ -110,6 +110,36 @@ async def test_a_call_in_the_text_reaches_the_sdk_as_a_structured_call(
     assert len(upstream.requests) == 1
 
 
+async def test_a_whole_reply_that_is_only_a_call_has_no_text_left(
+    anyio_backend: str, upstream: HealUpstream
+) -> None:
+    upstream.script(_text(WRITE_CALL, streamed=False))
+    async with _transport_client(upstream) as client:
+        reply = await client.chat.completions.create(**request(stream=False))
+    (choice,) = reply.choices
+    assert choice.message.content is None  # the markup was all the text
+    assert [call.function.name for call in choice.message.tool_calls or ()] == ["write"]
+    assert choice.finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize(
+    ("cut", "limit"),
+    [
+        pytest.param('<tool_call>[{"name": "write", "arguments', 16, id="in-the-key"),
+        pytest.param('<tool_call>{"name": "write"', 12, id="after-the-name"),
+    ],
+)
+async def test_a_call_cut_before_its_arguments_is_healed_too(
+    anyio_backend: str, upstream: HealUpstream, cut: str, limit: int
+) -> None:
+    """SmolLM2 on the real server at ``max_tokens=16`` stops inside ``"arguments``."""
+    upstream.script(_text(cut, "length", streamed=True), _text(READ_CALL, streamed=True))
+    received = await _streamed(upstream, max_tokens=limit)
+    assert [call["name"] for call in received.calls] == ["read"]
+    assert received.text == ""
+    assert len(upstream.requests) == 2
+
+
 @STREAMED
 async def test_two_calls_in_the_text_go_out_as_two_calls(
     anyio_backend: str, upstream: HealUpstream, streamed: bool
@@ -163,7 +193,9 @@ async def test_a_broken_call_in_the_text_never_runs_and_is_asked_for_again(
     ]
     (replayed,) = assistant["tool_calls"]
     assert (replayed["function"]["name"], replayed["function"]["arguments"]) == ("write", "{}")
-    assert "<tool_call>" not in (assistant.get("content") or "")
+    # llama-cpp-python's plain chatml renders only ``content``: the call is replayed there as
+    # the text the model wrote (the profile's ``text_calls_in_history``).
+    assert assistant["content"] == "Writing.\n" + broken
     results = [m for m in asked["messages"] if m.get("tool_call_id") == replayed["id"]]
     assert len(results) == 1
     assert cause in results[0]["content"]
