@@ -33,8 +33,9 @@ What the client can rely on:
   piece's kind as ``code``: ``not_json``, ``unknown_shape``, ``too_long``), after what was
   already sent, and nothing is asked again.
 - ``finish_reason`` is the server's, corrected for the token limit; a healed turn with calls
-  finishes ``tool_calls``. Usage is the sum over every response of the exchange (what was
-  spent); the retries' share is reported to the observer.
+  finishes ``tool_calls``, and so does a turn whose calls were recovered from the text (the
+  server said ``stop``: it saw no call). Usage is the sum over every response of the exchange
+  (what was spent); the retries' share is reported to the observer.
 """
 
 from __future__ import annotations
@@ -214,6 +215,7 @@ class HealSession:
         self._usage: Usage | None = None
         self._finish: Finish | None = None
         self._fatal: ProviderError | None = None
+        self._text_calls_sent = False
         self._sent_before |= self._sent_now
         self._sent_now = set()
 
@@ -291,6 +293,8 @@ class HealSession:
             or call.provider_id is not None
         ):
             self.rewritten = True
+        if call.origin == "text":
+            self._text_calls_sent = True
         self._observer.call_accepted(event, self.attempt)
         return self.encoder.call(event)
 
@@ -333,6 +337,9 @@ class HealSession:
         calls_sent = encoder.calls_sent > 0
         if attempt == 0:
             reason = encoder.client_finish_reason(finish, calls_sent=calls_sent)
+            if self._text_calls_sent and finish.cut_by != "token_limit":
+                # The server's raw finish (``stop``) is about a turn it saw no call in.
+                reason = encoder.CALLS
             if reason != finish.raw:
                 self.rewritten = True
         elif finish.cut_by == "token_limit":

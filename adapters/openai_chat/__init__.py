@@ -35,7 +35,9 @@ def _provider(name: str, profile: ServerProfile) -> Provider:
         profile.gen_ai_name,
         open_mapper,
         OpenAIChatHistory(
-            empty_content=profile.empty_assistant_content, result_role=profile.tool_result_role
+            empty_content=profile.empty_assistant_content,
+            result_role=profile.tool_result_role,
+            text_calls=profile.text_calls_in_history,
         ),
         read_chat_request,
         open_chat_format(name),

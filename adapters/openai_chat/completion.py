@@ -120,7 +120,9 @@ def completion_body(
     }
     message.setdefault("role", "assistant")
     # The first response's text always goes out; with none, its ``null`` or ``""`` is kept.
-    message["content"] = "".join(text) if text else first_choice["message"].get("content")
+    # Text that did not go out was the markup of calls recovered from it: ``null``.
+    kept = first_choice["message"].get("content")
+    message["content"] = "".join(text) if text else (kept if not kept else None)
     if reasoning:
         message[reasoning_field] = "".join(reasoning)
     if calls:

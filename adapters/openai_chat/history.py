@@ -18,7 +18,7 @@ from ..history import (
     replay_arguments,
 )
 from .adapt import result_text
-from .profiles import ToolResultRole
+from .profiles import TextCallsInHistory, ToolResultRole
 
 __all__ = ["OpenAIChatHistory"]
 
@@ -31,16 +31,22 @@ class OpenAIChatHistory:
     ``result_role`` is how results are sent: ``tool`` messages by default, ``user`` messages
     that name the call for servers whose prompt drops ``role: tool`` messages. Both come from
     the server's profile (llama-cpp-python needs ``""`` and ``user``; see
-    :mod:`toolwire.adapters.openai_chat.profiles`).
+    :mod:`toolwire.adapters.openai_chat.profiles`). ``text_calls="text"`` writes a turn whose
+    calls were recovered from the text with that text as it was, markup included, as
+    ``content`` (for templates that render only ``content``; the calls stay in ``tool_calls``).
     """
 
-    __slots__ = ("empty_content", "result_role")
+    __slots__ = ("empty_content", "result_role", "text_calls")
 
     def __init__(
-        self, empty_content: str | None = None, result_role: ToolResultRole = "tool"
+        self,
+        empty_content: str | None = None,
+        result_role: ToolResultRole = "tool",
+        text_calls: TextCallsInHistory = "structured",
     ) -> None:
         self.empty_content = empty_content
         self.result_role = result_role
+        self.text_calls = text_calls
 
     def assistant_messages(self, turn: Turn) -> list[dict[str, Any]]:
         """The one message that replays ``turn`` (see :meth:`assistant_message`)."""
@@ -48,10 +54,10 @@ class OpenAIChatHistory:
 
     def assistant_message(self, turn: Turn) -> dict[str, Any]:
         """``{"role": "assistant", "content": ..., "tool_calls": [...]}`` for ``turn``."""
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": turn.text or self.empty_content,
-        }
+        text = turn.text
+        if self.text_calls == "text" and turn.raw_text is not None:
+            text = turn.raw_text  # the markup the model wrote, which the template shows it
+        message: dict[str, Any] = {"role": "assistant", "content": text or self.empty_content}
         if turn.calls:
             message["tool_calls"] = [
                 {

@@ -13,10 +13,13 @@ from typing import Literal
 
 import msgspec
 
-__all__ = ["CHAT_PROFILES", "ServerProfile", "ToolResultRole"]
+__all__ = ["CHAT_PROFILES", "ServerProfile", "TextCallsInHistory", "ToolResultRole"]
 
 #: How a tool result reaches the model: ``tool`` messages, or ``user`` messages naming the call.
 ToolResultRole = Literal["tool", "user"]
+#: How a call recovered from the text is written back: as a structured call only, or also as
+#: the text it was (the assistant ``content`` keeps the markup the model wrote).
+TextCallsInHistory = Literal["structured", "text"]
 
 
 class ServerProfile(msgspec.Struct, frozen=True, kw_only=True):
@@ -62,6 +65,14 @@ class ServerProfile(msgspec.Struct, frozen=True, kw_only=True):
     #: parser does not match the model (a template without tools, another family's syntax, a
     #: parser bug) leaves them there (``docs/text-calls.md``). Hosted APIs parse their own.
     reads_text_calls: bool = False
+    #: How a call recovered from the text is written back in the history (``next_messages``,
+    #: the healing's retry). ``structured``: a structured call, rendered by a tool-aware
+    #: template in the model's own syntax. ``text``: the assistant ``content`` is the text as
+    #: the server sent it, markup included (``Turn.raw_text``), and the call stays in
+    #: ``tool_calls`` so that its result pairs with it. llama-cpp-python's plain ``chatml``
+    #: format (where calls arrive as text) renders only ``content``: a structured call would
+    #: be an empty assistant turn (``tests/demo/test_text_calls_real_server.py`` renders it).
+    text_calls_in_history: TextCallsInHistory = "structured"
 
 
 #: provider name -> profile, for every name that reads Chat Completions streams.
@@ -78,6 +89,7 @@ CHAT_PROFILES: dict[str, ServerProfile] = {
         streams_tool_calls_only_when_forced=True,
         null_keys_refused=("function_call",),
         reads_text_calls=True,
+        text_calls_in_history="text",
     ),
     "llama-server": ServerProfile(gen_ai_name="llama.cpp", reads_text_calls=True),
     "vllm": ServerProfile(gen_ai_name="vllm", reads_text_calls=True),

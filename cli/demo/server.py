@@ -58,15 +58,26 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child, between
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
-def server_command(model_file: Path, port: int, *, verbose: bool, model_name: str) -> list[str]:
-    """The command line that starts the server (documented in ``docs/local-servers.md``)."""
+def server_command(
+    model_file: Path,
+    port: int,
+    *,
+    verbose: bool,
+    model_name: str,
+    chat_format: str = "chatml-function-calling",
+) -> list[str]:
+    """The command line that starts the server (documented in ``docs/local-servers.md``).
+
+    ``chat_format``: plain ``chatml`` has no tool parser, so the model's calls arrive as text
+    (the text-call tests of issue 17).
+    """
     return [
         sys.executable, "-m", "llama_cpp.server",
         "--model", str(model_file),
         "--model_alias", model_name,
         "--host", _HOST,
         "--port", str(port),
-        "--chat_format", "chatml-function-calling",
+        "--chat_format", chat_format,
         "--n_ctx", "2048",
         "--n_ubatch", "1",
         "--verbose", "true" if verbose else "false",
@@ -85,6 +96,7 @@ class LocalServer:
         verbose: bool = False,
         log_path: Path | None = None,
         check_stop: Callable[[], None] = lambda: None,
+        chat_format: str = "chatml-function-calling",
     ) -> None:
         self.model_file = model_file
         #: Called between the start-up polls; raises to abandon the start (a stop signal).
@@ -99,7 +111,9 @@ class LocalServer:
             os.close(handle)
             log_path = Path(name)
         self.log_path = log_path
-        self.command = server_command(model_file, self.port, verbose=verbose, model_name=model_name)
+        self.command = server_command(
+            model_file, self.port, verbose=verbose, model_name=model_name, chat_format=chat_format
+        )
         self._process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> LocalServer:

@@ -164,7 +164,11 @@ def read_call_object(
     if len(keys) > 1:
         return None
     if not keys:
-        if not wrapped or cut:
+        if cut and wrapped:
+            # Cut after the name, before its arguments: inside a family's wrapper this is a
+            # call (the name is whole and offered) that never runs; without one, not a call.
+            return TextCall(name, "", cut=True), end
+        if not wrapped:
             return None
         return TextCall(name, "{}"), end
     span = spans[keys[0]]
