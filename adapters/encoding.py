@@ -27,6 +27,7 @@ import msgspec
 from ..core.events import (
     Event,
     Finish,
+    ProviderContent,
     ProviderError,
     ReasoningDelta,
     ResponseInfo,
@@ -52,6 +53,7 @@ __all__ = [
     "json_object",
     "named_sse_frame",
     "raised_limit",
+    "raised_limit_in",
     "re_encode",
     "sse_frame",
     "turn_results",
@@ -129,6 +131,11 @@ class EncoderState:
         """The usage to report with the finish or the end (the healing session gives the sum
         over the exchange)."""
         self._usage = usage
+
+    def provider_content(self, event: ProviderContent) -> list[WireItem]:
+        """The response's opaque parts: nothing to write in most formats (Gemini's encoder
+        writes its signatures from them)."""
+        return []
 
     def _opening(self, out: list[WireItem]) -> None:
         """Append what opens the response to ``out``, the first time only."""
@@ -212,6 +219,8 @@ def re_encode(encoder: HealEncoder, event: Event) -> list[WireItem]:
             return encoder.call(event)
         case ResponseInfo():
             return encoder.info(event)
+        case ProviderContent():
+            return encoder.provider_content(event)
         case Usage():
             encoder.usage(event)
         case ProviderError() if event.fatal and event.kind != "transport":
@@ -303,6 +312,21 @@ def raised_limit(
     if not limits:
         return dict(body), None
     return raised, min(limits)
+
+
+def raised_limit_in(
+    body: Mapping[str, Any], ceiling: int, sections: Sequence[str], keys: Sequence[str]
+) -> tuple[dict[str, Any], int | None]:
+    """:func:`raised_limit` for a limit inside a settings object: the first of ``sections``
+    that ``body`` holds as an object (Gemini's ``generationConfig``, Ollama's ``options``)."""
+    for section in sections:
+        inner = body.get(section)
+        if isinstance(inner, Mapping):
+            raised, limit = raised_limit(inner, ceiling, keys)
+            if limit is None:
+                break
+            return {**body, section: raised}, limit
+    return dict(body), None
 
 
 def with_first_parts(

@@ -38,6 +38,7 @@ from ..adapters.encoding import add_usage
 from ..core.events import (
     Event,
     Finish,
+    ProviderContent,
     ProviderError,
     ReasoningDelta,
     ResponseInfo,
@@ -236,6 +237,8 @@ class HealSession:
                 self._observer.call_rejected(event, self.attempt)
             case ResponseInfo():
                 return encoder.info(event)
+            case ProviderContent():
+                return encoder.provider_content(event)
             case Usage():
                 self._usage = event
             case ProviderError() if event.fatal:
