@@ -48,6 +48,7 @@ __all__ = [
     "accepted_result",
     "add_usage",
     "call_arguments",
+    "call_arguments_object",
     "error_payload",
     "follow_up_body",
     "json_object",
@@ -179,6 +180,18 @@ def call_arguments(event: ToolCallReady | ToolCallRepaired) -> str:
     if isinstance(event, ToolCallReady) and verdict.outcome == "ok":
         return event.call.arguments_raw
     return _encode(verdict.arguments).decode()
+
+
+def call_arguments_object(event: ToolCallReady | ToolCallRepaired) -> Any:
+    """The arguments object a client receives, for formats that send an object (Gemini,
+    Ollama): the model's own text decoded when ``ok`` (key order kept), the repaired object
+    when repaired."""
+    if isinstance(event, ToolCallReady) and event.verdict.outcome == "ok":
+        try:
+            return msgspec.json.decode(event.call.arguments_raw)
+        except msgspec.DecodeError:
+            pass  # a text the judge read and msgspec cannot (NaN): the judge's object
+    return event.verdict.arguments
 
 
 def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:

@@ -47,7 +47,7 @@ from ...core.events import (
     Usage,
 )
 from ...core.wire import Done, WireItem
-from ..encoding import EncoderState, error_payload, re_encode
+from ..encoding import EncoderState, call_arguments_object, error_payload, re_encode
 from .finish import MAX_TOKENS
 from .replay import ReplayPart
 
@@ -78,7 +78,6 @@ ARRAY_OPEN: Final = ArrayMark(b"[")
 ARRAY_NEXT: Final = ArrayMark(b"\n,\r\n")
 ARRAY_CLOSE: Final = ArrayMark(b"\n]")
 
-_decode = msgspec.json.decode
 _Held = tuple[str, Any]
 
 
@@ -226,7 +225,7 @@ class GeminiChunkEncoder(EncoderState):
 
     def _call_part(self, event: ToolCallReady | ToolCallRepaired) -> dict[str, Any]:
         call = event.call
-        function: dict[str, Any] = {"name": call.name, "args": _arguments(event)}
+        function: dict[str, Any] = {"name": call.name, "args": call_arguments_object(event)}
         if not call.id_synthesized:
             function["id"] = self._ids.claim(call.call_id)
         part: dict[str, Any] = {"functionCall": function}
@@ -307,18 +306,6 @@ class GeminiChunkEncoder(EncoderState):
 
 def _text_part(text: str, thought: bool) -> dict[str, Any]:
     return {"text": text, "thought": True} if thought else {"text": text}
-
-
-def _arguments(event: ToolCallReady | ToolCallRepaired) -> Any:
-    """``args``: the object as the model sent it when ``ok`` (its own text decoded, key order
-    kept), the repaired object when repaired."""
-    verdict = event.verdict
-    if isinstance(event, ToolCallReady) and verdict.outcome == "ok":
-        try:
-            return _decode(event.call.arguments_raw)
-        except msgspec.DecodeError:
-            pass  # a text the judge read and msgspec cannot (NaN): the judge's object
-    return verdict.arguments
 
 
 def _usage_metadata(usage: Usage) -> dict[str, Any]:
