@@ -84,7 +84,8 @@ class OllamaWireFormat:
         and counters sent; its other fields (durations, ``created_at``...) kept."""
         body = dict(first)
         message = dict(first.get("message") or {})
-        content, thinking, calls = "", "", []
+        content, thinking = "", ""
+        calls: list[Any] = []
         for item in items:
             if not isinstance(item, dict):
                 continue
