@@ -38,8 +38,9 @@ class Call:
     name: str
     raw: str
     truncated: bool = False
-    #: ``repaired`` (object_form), ``rejected``... with the judge on; the reason when rejected.
-    outcome: str = "repaired"
+    #: ``ok`` (an object is no repair, issue 18), ``rejected``... with the judge on; the reason
+    #: when rejected.
+    outcome: str = "ok"
     reason: str | None = None
     arguments: dict[str, Any] | None = None
 
@@ -169,8 +170,8 @@ def assert_turn(turn: Turn, expected: Expected, *, judged: bool = False) -> None
             assert call.outcome == want.outcome
             assert call.verdict is not None
             assert call.verdict.reason == want.reason
-            if want.outcome == "repaired":
-                assert call.verdict.repairs == ("object_form",)
+            if want.outcome == "ok":
+                assert call.verdict.repairs == ()
                 assert call.arguments == want.arguments
                 assert call.may_run
             else:

@@ -238,7 +238,7 @@ async def test_a_cut_streamed_call_is_asked_again_in_a_history_the_api_accepts(
     assert exchange.session.outcome == "healed"
     turn = await toolwire.Pipeline("gemini").collect(exchange.body)
     (call,) = turn.calls
-    assert (call.name, call.arguments, call.may_run) == ("getWeather", {"location": "Boston"}, True)
+    assert (call.name, call.arguments, call.outcome) == ("getWeather", {"location": "Boston"}, "ok")
     assert _signed(turn) == [("call", "getWeather", signature(2))]
     assert turn.finish_raw == "STOP"
     assert turn.usage is not None
