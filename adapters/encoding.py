@@ -48,12 +48,14 @@ __all__ = [
     "accepted_result",
     "add_usage",
     "call_arguments",
+    "call_arguments_object",
     "error_payload",
     "follow_up_body",
     "json_object",
     "named_sse_frame",
     "provider_blocks",
     "raised_limit",
+    "raised_limit_in",
     "re_encode",
     "sse_frame",
     "turn_results",
@@ -142,6 +144,11 @@ class EncoderState:
         none."""
         return []
 
+    def provider_content(self, event: ProviderContent) -> list[WireItem]:
+        """The response's opaque parts: nothing to write in most formats (Gemini's encoder
+        writes its signatures from them)."""
+        return []
+
     def _opening(self, out: list[WireItem]) -> None:
         """Append what opens the response to ``out``, the first time only."""
         if not self._started:
@@ -186,6 +193,18 @@ def call_arguments(event: ToolCallReady | ToolCallRepaired) -> str:
     return _encode(verdict.arguments).decode()
 
 
+def call_arguments_object(event: ToolCallReady | ToolCallRepaired) -> Any:
+    """The arguments object a client receives, for formats that send an object (Gemini,
+    Ollama): the model's own text decoded when ``ok`` (key order kept), the repaired object
+    when repaired."""
+    if isinstance(event, ToolCallReady) and event.verdict.outcome == "ok":
+        try:
+            return msgspec.json.decode(event.call.arguments_raw)
+        except msgspec.DecodeError:
+            pass  # a text the judge read and msgspec cannot (NaN): the judge's object
+    return event.verdict.arguments
+
+
 def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
     """The field-by-field sum of two usage reports (a field neither reported stays ``None``)."""
     if total is None:
@@ -227,6 +246,8 @@ def re_encode(encoder: HealEncoder, event: Event) -> list[WireItem]:
             return encoder.info(event)
         case ProviderContent(scope="block"):
             return provider_blocks(encoder, event)
+        case ProviderContent():
+            return encoder.provider_content(event)
         case Usage():
             encoder.usage(event)
         case ProviderError() if event.fatal and event.kind != "transport":
@@ -323,6 +344,21 @@ def raised_limit(
     if not limits:
         return dict(body), None
     return raised, min(limits)
+
+
+def raised_limit_in(
+    body: Mapping[str, Any], ceiling: int, sections: Sequence[str], keys: Sequence[str]
+) -> tuple[dict[str, Any], int | None]:
+    """:func:`raised_limit` for a limit inside a settings object: the first of ``sections``
+    that ``body`` holds as an object (Gemini's ``generationConfig``, Ollama's ``options``)."""
+    for section in sections:
+        inner = body.get(section)
+        if isinstance(inner, Mapping):
+            raised, limit = raised_limit(inner, ceiling, keys)
+            if limit is None:
+                break
+            return {**body, section: raised}, limit
+    return dict(body), None
 
 
 def with_first_parts(

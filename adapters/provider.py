@@ -38,7 +38,8 @@ class Provider(msgspec.Struct, frozen=True):
     history: HistoryFormat
     #: Reads a request body (its limit keys are declared once, beside it, for healing too).
     read_request: RequestReader
-    #: Opens its healing format, or ``None`` when toolwire does not heal it (Gemini, Ollama).
+    #: Opens its healing format (or formats, one per endpoint), ``None`` when toolwire does not
+    #: heal it.
     open_heal_format: WireFormatFactory | None = None
     #: ``text_calls="auto"`` reads calls left in the text for this provider: local servers,
     #: whose tool parsers miss calls (``docs/text-calls.md``); hosted APIs parse their own.

@@ -115,7 +115,8 @@ def chat_provider_names() -> list[str]:
 
 
 def heal_formats(chat_provider: str, settings: HealSettings | None = None) -> list[WireFormat]:
-    """The healing formats of a transport, one per endpoint: Chat Completions first.
+    """The healing formats of a transport, one per endpoint: Chat Completions first, then the
+    others in the order their endpoints are tried.
 
     Many names read Chat Completions, so the caller picks one (``chat_provider``: its server
     profile decides how history is replayed and which evidence names the token limit); every
@@ -129,8 +130,9 @@ def heal_formats(chat_provider: str, settings: HealSettings | None = None) -> li
         )
     settings = settings or HealSettings()
     names = [chat_provider, *(name for name in _PACKAGES if name not in CHAT_PROFILES)]
-    return [
-        opener(settings)
-        for opener in (provider(name).open_heal_format for name in names)
-        if opener is not None
-    ]
+    formats: list[WireFormat] = []
+    for name in names:
+        opener = provider(name).open_heal_format
+        opened = opener(settings) if opener is not None else ()
+        formats += opened if isinstance(opened, tuple) else (opened,)
+    return formats

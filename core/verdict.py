@@ -30,7 +30,6 @@ RejectReason = Literal[
 RepairKind = Literal[
     "empty",
     "null_as_empty",
-    "object_form",
     "double_encoded",
     "fence",
     "prose",

@@ -24,6 +24,7 @@ to run), and :meth:`HealEncoder.client_finish_reason` for everything else.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Final, Protocol
 
@@ -31,6 +32,7 @@ import msgspec
 
 from .events import (
     Finish,
+    ProviderContent,
     ProviderError,
     ResponseInfo,
     ToolCallReady,
@@ -85,7 +87,10 @@ class HealPlan(msgspec.Struct, frozen=True, kw_only=True):
     count; empty: nothing). ``whole_upstream``: the client streams, but the server cannot
     stream this request, so ``body`` asks for a whole response and the healing streams it.
     ``heal``: ``False`` for a request that is only adapted (no tools to judge): its response
-    passes through untouched.
+    passes through untouched. ``query_params``: URL query parameters set upstream, retries
+    included (Gemini's JSON-array stream is asked for with ``alt=sse``, the stream toolwire
+    reads, and written back as an array). ``media_type``: the content type of a streamed body
+    the client receives.
     """
 
     body: dict[str, Any]
@@ -95,6 +100,8 @@ class HealPlan(msgspec.Struct, frozen=True, kw_only=True):
     adapted: dict[str, int] = msgspec.field(default_factory=dict)
     whole_upstream: bool = False
     heal: bool = True
+    query_params: tuple[tuple[str, str], ...] = ()
+    media_type: str = "text/event-stream; charset=utf-8"
 
 
 class HealEncoder(Protocol):
@@ -133,6 +140,10 @@ class HealEncoder(Protocol):
     def call(self, event: ToolCallReady | ToolCallRepaired) -> list[WireItem]:
         """One accepted call, whole (its arguments as the kit's ``call_arguments`` writes them)."""
 
+    def provider_content(self, event: ProviderContent) -> list[WireItem]:
+        """The response's opaque parts (signatures...), before its finish; most formats need
+        nothing of them (``EncoderState`` takes them as nothing)."""
+
     def usage(self, event: Usage) -> None:
         """Count one usage report of the response (for the kit's ``re_encode``)."""
 
@@ -163,8 +174,13 @@ class WireFormat(Protocol):
 
     #: The provider name its mapper and history format are registered under.
     provider: str
-    #: The path suffix of the endpoint it heals (``/chat/completions``, ``/messages``...).
-    path: str
+
+    @property
+    def path(self) -> str | re.Pattern[str]:
+        """Where its endpoint is: a path suffix (``/chat/completions``, ``/messages``...), or,
+        for an endpoint whose path holds a variable (Gemini's model: ``/v1beta/models/{model}
+        :streamGenerateContent``) or whose query chooses the framing (``alt=sse``), a pattern
+        searched in ``path?query``."""
 
     def plan_request(self, content: bytes) -> HealPlan | None:
         """The plan for a client's request body, or ``None`` to pass it upstream untouched."""
@@ -209,5 +225,7 @@ class HealSettings(msgspec.Struct, frozen=True, kw_only=True):
     reasoning_field: str = "reasoning_content"
 
 
-#: Opens one provider's healing format (a provider without one has ``None`` on its entry).
-WireFormatFactory = Callable[[HealSettings], WireFormat]
+#: Opens one provider's healing format, or its formats when its endpoints differ in more than
+#: the body (Gemini: whole, streamed as SSE, streamed as a JSON array); a provider without one
+#: has ``None`` on its entry.
+WireFormatFactory = Callable[[HealSettings], WireFormat | tuple[WireFormat, ...]]

@@ -253,6 +253,8 @@ class HealSession:
                 self._observer.call_rejected(event, self.attempt)
             case ResponseInfo():
                 return encoder.info(event)
+            case ProviderContent():
+                return encoder.provider_content(event)
             case Usage():
                 self._usage = event
             case ProviderError() if event.fatal:

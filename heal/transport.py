@@ -5,8 +5,9 @@
     transport = toolwire.HealingTransport(wrapped=httpx.AsyncHTTPTransport(), provider="llama-cpp")
     client = openai.AsyncOpenAI(base_url=..., http_client=httpx.AsyncClient(transport=transport))
 
-Every ``POST .../chat/completions``, ``.../messages`` (Anthropic) and ``.../responses`` that
-offers tools is healed in its own wire format (see :mod:`toolwire.heal` and each format's
+Every ``POST .../chat/completions``, ``.../messages`` (Anthropic), ``.../responses``, Gemini's
+and Vertex's ``...:generateContent`` / ``...:streamGenerateContent`` and Ollama's ``/api/chat``
+that offers tools is healed in its own wire format (see :mod:`toolwire.heal` and each format's
 ``plan_request``); every other request, and one a format does not heal, goes to ``wrapped``
 untouched.
 The I/O contract:
@@ -171,8 +172,11 @@ class HealingTransport(httpx.AsyncBaseTransport):
         if request.method != "POST":
             return None
         path = request.url.path.rstrip("/")
+        query = request.url.query.decode("ascii", "replace")
+        target = f"{path}?{query}" if query else path
         for wire in self._formats:
-            if path.endswith(wire.path):
+            where = wire.path
+            if path.endswith(where) if isinstance(where, str) else where.search(target):
                 return wire
         return None
 
@@ -190,6 +194,10 @@ class HealingTransport(httpx.AsyncBaseTransport):
             return await self._wrapped.handle_async_request(request)
         if isinstance(plan, Refusal):
             return refused(plan)
+        if plan.query_params:
+            # The retries go where the first request went: to the upstream's URL.
+            url = request.url.copy_merge_params(dict(plan.query_params))
+            request = _with_content(request, request.content, url=url)
         if not plan.adapted:
             return await self._send_planned(request, wire, plan)
         self._telemetry.count_adapted(provider_entry(wire.provider).gen_ai_name, plan.adapted)
@@ -213,7 +221,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
                 response.status_code,
                 headers=[
                     *_passed_headers(response.headers, also=("content-type",)),
-                    (b"content-type", b"text/event-stream; charset=utf-8"),
+                    (b"content-type", plan.media_type.encode()),
                 ],
                 stream=run,
                 extensions=_passed_extensions(response),
@@ -480,8 +488,11 @@ def _is_json(content: bytes) -> bool:
     return True
 
 
-def _with_content(request: httpx.Request, content: bytes) -> httpx.Request:
-    """``request`` with another body: same method, URL, headers (less the length), extensions."""
+def _with_content(
+    request: httpx.Request, content: bytes, *, url: httpx.URL | None = None
+) -> httpx.Request:
+    """``request`` with another body (and maybe ``url``): same method, URL, headers (less the
+    length), extensions."""
     headers = [
         (name, value)
         for name, value in request.headers.raw
@@ -489,7 +500,7 @@ def _with_content(request: httpx.Request, content: bytes) -> httpx.Request:
     ]
     return httpx.Request(
         request.method,
-        request.url,
+        url or request.url,
         headers=headers,
         content=content,
         extensions=request.extensions,

@@ -95,13 +95,15 @@ def parse_arguments(
     rejected as ``truncated``; text that parses passes with ``Verdict.truncated`` set. Text
     that ends inside a string, object or array is rejected as ``truncated`` whatever the flag.
     ``arguments_form="object"`` means the provider sent an object that was serialized to
-    ``raw``; it is reported as the ``object_form`` repair. Raises ``ConfigurationError`` only
+    ``raw``: that is the provider's form, not a repair, so it changes nothing here (issue 18:
+    every Gemini and Ollama call was ``repaired``); the call keeps it as its
+    ``arguments_form``. Raises ``ConfigurationError`` only
     for an unusable ``schema`` (compiled once per schema object, on the first call that
     passes it), whatever the text.
     """
     length = len(raw)
     flagged = truncated is True
-    simple = schema is None and known_tools is None and arguments_form == "string"
+    simple = schema is None and known_tools is None
     value: Any = _NOT_TRIED
     error: Exception | None = None
     if length * 4 <= policy.max_bytes:
@@ -149,9 +151,7 @@ def parse_arguments(
             except _STRICT_FAILURES as failure:
                 value = _NOT_DECODED
                 error = failure.with_traceback(None)  # no cycle through this frame
-        if arguments_form == "object":
-            result = _judge_object_form(raw, policy, value, error)
-        elif error is not None:
+        if error is not None:
             result = _judge_text(raw, policy, error)
         else:
             result = Layers(raw, policy).decoded(value, 0, 0)
@@ -227,24 +227,6 @@ def _judge_text(
     elif kind is msgspec.DecodeError and str(error) == TRUNCATED_MESSAGE:
         strict = STRICT_TRUNCATED
     return Layers(raw, policy).text(raw, 0, 0, strict, direct)
-
-
-def _judge_object_form(raw: str, policy: Policy, value: Any, error: Exception | None) -> Result:
-    """The provider sent an object (serialized to ``raw``): reported as ``object_form``."""
-    if not policy.object_form:
-        detail = "the arguments arrived as an object, not as a JSON string"
-        return Refused("wrong_type", detail, None)
-    if type(value) is dict:
-        return Accepted(value, ["object_form"])
-    if error is None:
-        return _with_object_form(Layers(raw, policy).decoded(value, 0, 0))
-    return _with_object_form(_judge_text(raw, policy, error))
-
-
-def _with_object_form(result: Result) -> Result:
-    if type(result) is Accepted:
-        result.repairs.insert(0, "object_form")
-    return result
 
 
 def _check_schema(result: Accepted, checker: SchemaChecker, policy: Policy) -> Result:

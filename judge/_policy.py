@@ -36,7 +36,6 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
 
     empty: bool = True
     null_as_empty: bool = True
-    object_form: bool = True
     double_encoded: bool = True
     fence: bool = True
     prose: bool = True

@@ -1,10 +1,12 @@
 """Shell 2: the ``toolwire serve`` proxy, an ASGI app in front of any OpenAI-compatible server.
 
-It speaks the upstream's own endpoints: every ``/v1/...`` request goes to ``upstream + /...``
-through :class:`~toolwire.heal.transport.HealingTransport`, which heals Chat Completions,
-Anthropic Messages and Responses calls that offer tools and passes everything else through
-(``/v1/models``, embeddings...). ``/healthz`` answers without touching the upstream. Agents in
-any language point their base URL at it; nothing in them changes.
+It speaks the upstream's own endpoints: every ``/v1/...`` request goes to ``upstream + /...``,
+and Gemini's ``/v1beta/...`` and Ollama's ``/api/chat`` to the upstream's root (``upstream``
+less its ``/v1``), through :class:`~toolwire.heal.transport.HealingTransport`, which heals Chat
+Completions, Anthropic Messages, Responses, Gemini / Vertex and Ollama calls that offer tools
+and passes everything else through (``/v1/models``, embeddings...). ``/healthz`` answers
+without touching the upstream. Agents in any language point their base URL at it; nothing in
+them changes.
 
 Why plain ASGI, not a framework: the proxy has two routes, and what it must get exactly right
 is what frameworks decide for you. A response streams piece by piece as the upstream (or the
@@ -50,6 +52,11 @@ _RESPONSE_DROPPED = HOP_BY_HOP | {b"server", b"date"}
 #: duplicate keys on the loop stalled /healthz 130-250 ms (tests/serve/test_adversarial.py).
 _CHECKED_IN_A_THREAD_ABOVE = 64 * 1024
 _API_PREFIX = "/v1"
+#: APIs served beside ``/v1``, sent to the upstream's root (its URL less a final ``/v1``):
+#: Gemini's ``/v1beta/...`` and Ollama's native chat. Only ``/api/chat`` of Ollama's ``/api``:
+#: the rest of it pulls, pushes, copies and deletes models.
+_ROOT_PREFIXES = ("/v1beta/",)
+_ROOT_PATHS = frozenset({"/api/chat"})
 _HEALTH_PATHS = frozenset({"/healthz", "/health"})
 
 
@@ -142,9 +149,12 @@ class ProxyApp:
             body = {"status": "ok", "healing": self.settings.heal}
             await _send_json(send, 200, body)
             return
-        if path != _API_PREFIX and not path.startswith(_API_PREFIX + "/"):
+        if not _served(path):
             await _send_error(
-                send, 404, "not_found", f"toolwire serve proxies /v1/...; {path} is not under it"
+                send,
+                404,
+                "not_found",
+                f"toolwire serve proxies /v1/..., /v1beta/... and /api/chat; {path} is not one",
             )
             return
         refusal = path_refusal(path, scope.get("raw_path"))
@@ -251,7 +261,11 @@ class ProxyApp:
         return body_refusal(request.content)
 
     def _upstream_url(self, path: str, query: bytes) -> str:
-        url = self.settings.upstream + path[len(_API_PREFIX) :]
+        upstream = self.settings.upstream
+        if _under_v1(path):
+            url = upstream + path[len(_API_PREFIX) :]
+        else:
+            url = upstream.removesuffix(_API_PREFIX) + path
         return f"{url}?{query.decode('latin-1')}" if query else url
 
     async def _forward(self, request: httpx.Request, send: Send) -> None:
@@ -328,6 +342,16 @@ def _declared_length(headers: list[tuple[bytes, bytes]]) -> int | None:
         if name.lower() == b"content-length" and value.isdigit():
             return int(value)
     return None
+
+
+def _under_v1(path: str) -> bool:
+    return path == _API_PREFIX or path.startswith(_API_PREFIX + "/")
+
+
+def _served(path: str) -> bool:
+    """``/v1/...`` (to ``upstream + /...``), or an API beside it (to the upstream's root)."""
+    return _under_v1(path) or path in _ROOT_PATHS or path.startswith(_ROOT_PREFIXES)
+
 
 
 class _Taken:

@@ -10,8 +10,11 @@ The wire, as recorded in ``shared/fixtures/streams/gemini/``:
   part is ``{"text": ""}`` (``function_call_thought_signature_gemini3.sse``). A clean end of
   the body after a finish reason is a terminated stream; a body that ends without one dropped;
 - whole ``functionCall`` parts with ``args`` as an object (Gemini API): serialized once,
-  ``arguments_form="object"``, closed at once (the server parsed the whole call: nothing of it
-  can still be missing), an id synthesized when the API gives none;
+  ``arguments_form="object"``, an id synthesized when the API gives none. They stay open until
+  the stream ends, as Ollama's whole calls do: the server parses what the model wrote, and
+  with ``MAX_TOKENS`` the call generated last may have been cut short and still parse, so the
+  finish decision (:mod:`toolwire.core.finish`) cuts it (``whole_call_cut_by_max_tokens`` in
+  ``tests/adapters/gemini/test_gemini_healing.py``);
 - Vertex ``streamFunctionCallArguments``: a header, ``partialArgs`` pieces, an end piece; the
   pieces are written out as JSON text by :mod:`.partial_args` and the call closes only on its
   end piece (``max_tokens_mid_partial_args.derived.sse`` never sends it: the call stays open,
@@ -271,9 +274,8 @@ class GeminiMapper(MapperBase):
         call.arguments_form = "object"
         self._replay.call(call.call_id, signature)
         if part.partial_args is None and not part.will_continue:
-            # A whole call (Gemini API): the server parsed all of it.
+            # A whole call (Gemini API): left open for the finish to decide (module docstring).
             self._calls.append_to(out, call, _encode(part.args or {}).decode())
-            self._calls.close(out, call, "call_end")
             return
         writer = ArgumentsWriter()
         self._calls.append_to(out, call, writer.start())

@@ -25,7 +25,19 @@ from typing import Any
 from ...core.errors import ConfigurationError
 from ...core.request import RequestFacts, limit_from, stop_sequences_from
 
-__all__ = ["function_declarations", "json_schema_from_gemini", "read_gemini_request"]
+__all__ = [
+    "CONFIG_KEYS",
+    "LIMIT_KEYS",
+    "function_declarations",
+    "json_schema_from_gemini",
+    "read_gemini_request",
+]
+
+#: Where the generation settings are (REST spelling first, then the SDK dump's), and the keys
+#: in them that set the output-token limit: what :func:`read_gemini_request` reads, and what a
+#: healing retry raises.
+CONFIG_KEYS = ("generationConfig", "generation_config")
+LIMIT_KEYS = ("maxOutputTokens", "max_output_tokens")
 
 _NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
@@ -48,14 +60,14 @@ def _get(body: Mapping[str, Any], camel: str, snake: str) -> Any:
 
 def read_gemini_request(body: Mapping[str, Any]) -> RequestFacts:
     """``generationConfig.maxOutputTokens`` / ``stopSequences``, the functions, ``toolConfig``."""
-    config = _get(body, "generationConfig", "generation_config") or {}
+    config = _get(body, *CONFIG_KEYS) or {}
     if not isinstance(config, Mapping):
         raise ConfigurationError(
             f"request generationConfig must be an object, got {type(config).__name__}"
         )
     tools = _get(body, "tools", "tools")
     return RequestFacts(
-        max_tokens=limit_from(config, "maxOutputTokens", "max_output_tokens"),
+        max_tokens=limit_from(config, *LIMIT_KEYS),
         stop_sequences=stop_sequences_from(
             _get(config, "stopSequences", "stop_sequences"), "generationConfig.stopSequences"
         ),

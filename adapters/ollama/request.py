@@ -15,21 +15,27 @@ from typing import Any
 from ...core.errors import ConfigurationError
 from ...core.request import RequestFacts, stop_sequences_from
 
-__all__ = ["read_ollama_request"]
+__all__ = ["LIMIT_KEYS", "OPTIONS_KEY", "read_ollama_request"]
+
+#: Where the generation settings are, and the key in them that sets the output-token limit:
+#: what :func:`read_ollama_request` reads, and what a healing retry raises.
+OPTIONS_KEY = "options"
+LIMIT_KEYS = ("num_predict",)
 
 
 def _num_predict(options: Mapping[str, Any]) -> int | None:
-    value = options.get("num_predict")
+    (key,) = LIMIT_KEYS
+    value = options.get(key)
     if value is None:
         return None
     if type(value) is not int:
-        raise ConfigurationError(f"request options.num_predict must be an int, got {value!r}")
+        raise ConfigurationError(f"request options.{key} must be an int, got {value!r}")
     return value if value > 0 else None
 
 
 def read_ollama_request(body: Mapping[str, Any]) -> RequestFacts:
     """``options.num_predict``, ``options.stop``, ``tools`` and ``model`` of a chat request."""
-    options = body.get("options")
+    options = body.get(OPTIONS_KEY)
     if options is None:
         options = {}
     elif not isinstance(options, Mapping):

@@ -2,7 +2,9 @@
 
 ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` answers the next scripted SSE body
 (``data:`` lines, ``\\r\\n\\r\\n`` separators, no terminator, ``Transfer-Encoding: chunked``
-with one HTTP chunk per event), as the Gemini API does. Every request is recorded; the thread,
+with one HTTP chunk per event), as the Gemini API does; ``:generateContent`` answers it as one
+body (:func:`whole_body`); Vertex's ``/v1/projects/.../publishers/google/models/...`` paths
+are served the same way. Every request is recorded; the thread,
 the script and the HTTP plumbing are shared by every provider's server (``loopback.py``).
 
 Like the real API, it refuses (HTTP 400, ``INVALID_ARGUMENT``) a request whose ``contents`` are
@@ -36,7 +38,10 @@ from .loopback import Loopback, LoopbackHandler, ScriptedServer
 
 MODEL = "gemini-3-pro-preview"
 SENTINEL = "skip_thought_signature_validator"
-_PATH = re.compile(r"/v1beta/models/(?P<model>[^/:]+):streamGenerateContent")
+_PATH = re.compile(
+    r"(/v1beta|/v1/projects/[^/]+/locations/[^/]+/publishers/google)/models/(?P<model>[^/:]+)"
+    r":(?P<method>streamGenerateContent|generateContent)"
+)
 
 
 def signature(turn: int) -> str:
@@ -135,7 +140,8 @@ class _Handler(LoopbackHandler[ScriptedGeminiServer]):
         reply = self.script.next_reply(self.path, request)
         match = _PATH.fullmatch(url.path)
         problems = []
-        if match is None or parse_qs(url.query).get("alt") != ["sse"]:
+        whole = match is not None and match["method"] == "generateContent"
+        if match is None or (not whole and parse_qs(url.query).get("alt") != ["sse"]):
             problems.append(f"unknown endpoint {self.path}")
         if not self.headers.get("x-goog-api-key"):
             problems.append("no API key")
@@ -148,12 +154,45 @@ class _Handler(LoopbackHandler[ScriptedGeminiServer]):
             self.send_json(400, {"error": error}, "application/json; charset=UTF-8")
             return
         assert reply is not None
+        if whole:
+            # generateContent: one body, the scripted chunks' parts folded as the API writes it.
+            self.send_json(200, whole_body(reply), "application/json; charset=UTF-8")
+            return
         self.send_stream(_events(reply), "text/event-stream")
 
 
 def _events(body: bytes) -> list[bytes]:
     """A Gemini SSE body split into its events, each with its CRLF separator."""
     return [event + b"\r\n\r\n" for event in body.split(b"\r\n\r\n") if event.strip()]
+
+
+def whole_body(reply: bytes) -> dict[str, Any]:
+    """The ``generateContent`` body of a scripted SSE reply: its chunks' parts in one candidate,
+    the last finish, usage and ids (text parts of one kind joined, as the API writes them)."""
+    chunks = [json.loads(event[6:]) for event in _events(reply)]
+    parts: list[dict[str, Any]] = []
+    body: dict[str, Any] = {}
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    for item in chunks:
+        body.update({k: v for k, v in item.items() if k != "candidates"})
+        for found in item.get("candidates", [])[:1]:
+            for part in found.get("content", {}).get("parts", []):
+                last = parts[-1] if parts else None
+                if (
+                    last is not None
+                    and "text" in part
+                    and "text" in last
+                    and last.get("thought") == part.get("thought")
+                    and "thoughtSignature" not in last
+                ):
+                    last["text"] += part["text"]
+                    if "thoughtSignature" in part:
+                        last["thoughtSignature"] = part["thoughtSignature"]
+                elif part.get("text") != "" or "thoughtSignature" in part:
+                    parts.append(dict(part))
+            candidate.update({k: v for k, v in found.items() if k != "content"})
+    body["candidates"] = [candidate]
+    return body
 
 
 def running_gemini_server() -> Loopback[ScriptedGeminiServer]:

@@ -112,6 +112,10 @@ class _Handler(LoopbackHandler[ScriptedOllama]):
             self.send_json(400, {"error": str(error)})
             return
         reply = self.script.next_reply(request)
+        if reply.status == 200 and isinstance(request, dict) and request.get("stream") is False:
+            # "stream": false: one ChatResponse, the lines folded as Ollama's handler does.
+            self.send_json(200, whole_response(reply.body), "application/json; charset=utf-8")
+            return
         self.send_reply(
             reply, _lines, "application/x-ndjson", error_type="application/json; charset=utf-8"
         )
@@ -120,6 +124,23 @@ class _Handler(LoopbackHandler[ScriptedOllama]):
 def _lines(body: bytes) -> list[bytes]:
     """An NDJSON body split into its lines, each with its ``\\n``."""
     return [part + b"\n" for part in body.split(b"\n") if part.strip()]
+
+
+def whole_response(body: bytes) -> dict[str, Any]:
+    """The ``"stream": false`` answer of an NDJSON reply: the done line, with the content,
+    thinking and calls of every line."""
+    lines = [json.loads(line) for line in _lines(body)]
+    last = dict(lines[-1])
+    message: dict[str, Any] = {"role": "assistant", "content": ""}
+    for line in lines:
+        sent = line.get("message", {})
+        message["content"] += sent.get("content", "")
+        if sent.get("thinking"):
+            message["thinking"] = message.get("thinking", "") + sent["thinking"]
+        if sent.get("tool_calls"):
+            message.setdefault("tool_calls", []).extend(sent["tool_calls"])
+    last["message"] = message
+    return last
 
 
 def running_ollama() -> Loopback[ScriptedOllama]:

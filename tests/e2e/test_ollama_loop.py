@@ -228,7 +228,7 @@ async def test_parallel_calls_in_one_line_the_bad_one_never_runs(
         turn1, results = await step(chat, messages, tool, PROVIDER)
         assert [(c.name, c.outcome) for c in turn1.calls] == [
             ("write", "rejected"),
-            ("read", "repaired"),
+            ("read", "ok"),  # an object is no repair (issue 18)
         ]
         assert tool.ran == [("read", {"path": "notes.txt"})]
         assert [r.status for r in results] == ["rejected", "ok"]

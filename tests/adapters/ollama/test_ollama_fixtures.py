@@ -378,12 +378,13 @@ WEATHER = {
 
 
 async def test_judged_docs_example() -> None:
-    # An object is the arguments: accepted as the object_form repair, never re-read as text.
+    # An object is the arguments: ``ok``, not a repair (issue 18), never re-read as text; the
+    # form stays visible as its ToolCallComplete's ``arguments_form``.
     turn = await toolwire.collect(load_stream(DOCS), "ollama", tools=[WEATHER])
     (call,) = turn.calls
-    assert (call.outcome, call.arguments, call.may_run) == ("repaired", {"city": "Tokyo"}, True)
+    assert (call.outcome, call.arguments, call.may_run) == ("ok", {"city": "Tokyo"}, True)
     assert call.verdict is not None
-    assert call.verdict.repairs == ("object_form",)
+    assert call.verdict.repairs == ()
 
 
 async def test_judged_length_runs_the_first_call_and_never_the_last() -> None:
@@ -391,7 +392,7 @@ async def test_judged_length_runs_the_first_call_and_never_the_last() -> None:
     first, second = turn.calls
     assert (first.call_id, first.outcome, first.arguments) == (
         "call_gfuxaa3e",
-        "repaired",
+        "ok",  # an object is no repair (issue 18)
         {"city": "Tokyo"},
     )
     assert (second.call_id, second.outcome, second.may_run) == ("call_9r4kq2vx", "rejected", False)
