@@ -86,6 +86,10 @@ class HealPlan(msgspec.Struct, frozen=True, kw_only=True):
     stream this request, so ``body`` asks for a whole response and the healing streams it.
     ``heal``: ``False`` for a request that is only adapted (no tools to judge): its response
     passes through untouched.
+
+    ``repaired`` counts the earlier calls of the request's history rewritten because a server
+    refuses their arguments (problem kind -> calls, as ``HistoryRepair.changes`` names them;
+    empty: none): one broken call would otherwise fail every later request.
     """
 
     body: dict[str, Any]
@@ -95,6 +99,7 @@ class HealPlan(msgspec.Struct, frozen=True, kw_only=True):
     adapted: dict[str, int] = msgspec.field(default_factory=dict)
     whole_upstream: bool = False
     heal: bool = True
+    repaired: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 class HealEncoder(Protocol):

@@ -14,8 +14,10 @@ The I/O contract:
 - The request goes upstream as the client wrote it, headers (``Authorization`` included) and
   body, except ``stream_options.include_usage`` on a streamed request that did not ask for
   usage, and what the server's profile needs adapted (the Chat format's ``plan_request``;
-  the response then carries ``x-toolwire-adapted``). Retries go to the same URL with the
-  same headers. Nothing here logs a header or a body.
+  the response then carries ``x-toolwire-adapted``), and earlier calls of the history whose
+  arguments a server refuses, written as rejected calls (``plan.repaired``; the response then
+  carries ``x-toolwire-history-repaired``, ``arguments_not_json=1``). Retries go to the same
+  URL with the same headers. Nothing here logs a header or a body.
 - A streamed request the server cannot stream (``plan.whole_upstream``) is asked whole; the
   judged answer is streamed to the client once the whole answer is in.
 - An error status from upstream reaches the client unchanged: status, headers, body. (A
@@ -59,7 +61,7 @@ from .refusal import Refusal, ToolLimits, compile_refusal, tools_refusal
 from .session import HealSession
 from .telemetry import HealTelemetry
 
-__all__ = ["ADAPTED_HEADER", "HealingTransport"]
+__all__ = ["ADAPTED_HEADER", "HISTORY_REPAIRED_HEADER", "HealingTransport"]
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
@@ -76,6 +78,9 @@ FAILED_STATUS = 502
 #: The response header that says what was adapted so that the server accepts the request
 #: (``assistant_content=1, tool_result_role=2, stream=1``; see each format's ``plan_request``).
 ADAPTED_HEADER = "x-toolwire-adapted"
+#: The response header that says which earlier calls of the request's history were repaired
+#: (``arguments_not_json=1``: problem kind = calls; see ``HealPlan.repaired``).
+HISTORY_REPAIRED_HEADER = "x-toolwire-history-repaired"
 
 
 class HealingTransport(httpx.AsyncBaseTransport):
@@ -190,13 +195,20 @@ class HealingTransport(httpx.AsyncBaseTransport):
             return await self._wrapped.handle_async_request(request)
         if isinstance(plan, Refusal):
             return refused(plan)
-        if not plan.adapted:
+        if not plan.adapted and not plan.repaired:
             return await self._send_planned(request, wire, plan)
-        self._telemetry.count_adapted(provider_entry(wire.provider).gen_ai_name, plan.adapted)
+        said = ((ADAPTED_HEADER, plan.adapted), (HISTORY_REPAIRED_HEADER, plan.repaired))
+        name = provider_entry(wire.provider).gen_ai_name
+        if plan.adapted:
+            self._telemetry.count_adapted(name, plan.adapted)
+        if plan.repaired:
+            self._telemetry.count_repaired(name, plan.repaired)
         response = await self._send_planned(request, wire, plan)
-        response.headers[ADAPTED_HEADER] = ", ".join(
-            f"{kind}={count}" for kind, count in sorted(plan.adapted.items())
-        )
+        for header, counts in said:
+            if counts:
+                response.headers[header] = ", ".join(
+                    f"{kind}={count}" for kind, count in sorted(counts.items())
+                )
         return response
 
     async def _send_planned(
