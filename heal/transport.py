@@ -20,7 +20,11 @@ The I/O contract:
   URL with the same headers. Nothing here logs a header or a body.
 - A streamed request the server cannot stream (``plan.whole_upstream``) is asked whole; the
   judged answer is streamed to the client once the whole answer is in.
-- An error status from upstream reaches the client unchanged: status, headers, body. (A
+- An error status from upstream reaches the client unchanged: status, headers, body; except a
+  tool-parser error body (the server could not parse the model's call: Ollama's, llama-server's
+  and vLLM's 500s, :mod:`toolwire.adapters.parser_errors`), healed like any rejected call:
+  asked again with the true message, the healed answer a 200 (streamed if asked), the typed
+  heal failure when the retries are spent. (A
   retry's error status, on a streamed response whose 200 is already sent, becomes an in-band
   error; on a non-streamed one it is the response.)
 - A streamed response starts as soon as the upstream's headers arrive; text and reasoning go
@@ -49,11 +53,13 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
+from ..adapters.parser_errors import parser_error_readers
 from ..adapters.registry import heal_formats, read_request
 from ..adapters.registry import provider as provider_entry
 from ..api import Pipeline, TruncatedCalls
 from ..core.errors import ConfigurationError
 from ..core.events import ProviderError
+from ..core.parser_errors import read_parser_error
 from ..core.wire import HealPlan, HealSettings, WireFormat, WireItem
 from ..judge import Policy
 from ..stages.telemetry.observer import Redactor
@@ -216,13 +222,17 @@ class HealingTransport(httpx.AsyncBaseTransport):
     ) -> httpx.Response:
         upstream = request if plan.content is None else _with_content(request, plan.content)
         response = await self._wrapped.handle_async_request(upstream)
-        if not 200 <= response.status_code < 300 or not plan.heal:
+        if not plan.heal:
             return response
+        if not 200 <= response.status_code < 300:
+            response = await self._parser_error(wire, response)
+            if not isinstance(response, _ParserError):
+                return response  # an error the model did not cause: the client's, unchanged
         if plan.streaming:
             session = self._session(wire, plan)
             run = _HealedStream(self, request, wire, session, response, whole=plan.whole_upstream)
             return httpx.Response(
-                response.status_code,
+                response.status_code if 200 <= response.status_code < 300 else 200,
                 headers=[
                     *_passed_headers(response.headers, also=("content-type",)),
                     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -234,6 +244,36 @@ class HealingTransport(httpx.AsyncBaseTransport):
             return await self._heal_completion(request, wire, plan, response)
         finally:
             await _close_quietly(response)
+
+    async def _parser_error(
+        self, wire: WireFormat, response: httpx.Response
+    ) -> httpx.Response | _ParserError:
+        """``response`` (an error status) as is, or read when its body is a tool-parser error.
+
+        A server that could not parse the model's call answers 500 (Ollama, llama-server,
+        vLLM): the model's broken call, healed like any rejected call (issue 17, part 4). The
+        body is read to know; a body longer than :data:`_ERROR_BODY_CAP` is none of theirs and
+        passes unread.
+        """
+        length = response.headers.get("content-length")
+        readers = parser_error_readers(wire.provider)
+        if not readers or (
+            length is not None and length.isdigit() and int(length) > _ERROR_BODY_CAP
+        ):
+            return response
+        try:
+            content = await response.aread()
+        finally:
+            await _close_quietly(response)
+        text = content.decode("utf-8", "replace")
+        if read_parser_error(readers, response.status_code, text) is None:
+            return _rebuilt(response, content)
+        return _ParserError(
+            response.status_code,
+            headers=_passed_headers(response.headers),
+            content=content,
+            extensions=_passed_extensions(response),
+        )
 
     async def _checked_plan(self, wire: WireFormat, content: bytes) -> HealPlan | Refusal | None:
         """How ``content`` is healed (``None``: it is not), or why it must not go upstream.
@@ -300,11 +340,16 @@ class HealingTransport(httpx.AsyncBaseTransport):
         self, request: httpx.Request, wire: WireFormat, plan: HealPlan, response: httpx.Response
     ) -> httpx.Response:
         content = await response.aread()
-        first = wire.read_body(content)
-        if first is None and _is_json(content):
+        parser_error = isinstance(response, _ParserError)
+        first = None if parser_error else wire.read_body(content)
+        if first is None and not parser_error and _is_json(content):
             return _rebuilt(response, content)  # an error in a 200, another shape: not ours
         session = self._session(wire, plan)
         try:
+            if parser_error:
+                return await self._heal_read_completion(
+                    request, wire, session, response, content, None
+                )
             if first is None:
                 # Not JSON at all (or not UTF-8): a 200 the client's SDK could not parse. It is
                 # the session's unreadable piece, a typed 502 (issue 19, part 7).
@@ -329,14 +374,15 @@ class HealingTransport(httpx.AsyncBaseTransport):
         session: HealSession,
         response: httpx.Response,
         content: bytes,
-        first: dict[str, Any],
+        first: dict[str, Any] | None,
     ) -> httpx.Response:
-        completion = first
+        """Heal ``first``, or the tool-parser error ``response`` when ``first`` is ``None``."""
+        # The first attempt: the completion, or the error body the pipeline reads as a turn
+        # with a rejected call; then each retry's completion, the first of which is the answer.
+        source: Any = response if first is None else wire.body_as_stream(first)
         items: list[WireItem] = []
         while True:
-            events = self.pipeline_for(wire).stream(
-                wire.body_as_stream(completion), request=session.body
-            )
+            events = self.pipeline_for(wire).stream(source, request=session.body)
             try:
                 async for event in events:
                     items += session.feed(event)
@@ -361,14 +407,21 @@ class HealingTransport(httpx.AsyncBaseTransport):
             if read is None:
                 items += session.retry_refused(retry.status_code, retry_content)
                 break
-            completion = read
+            if first is None:
+                first, response, content = read, retry, retry_content
+            source = wire.body_as_stream(read)
         failed = _failed(wire, items)
         if failed is not None:
             return failed
+        assert first is not None  # an error body alone always ends in a retry or a failure
         if not session.rewritten:
             return _rebuilt(response, content)
         body = wire.healed_body(first, items)
         return _rebuilt(response, _encode(body))
+
+
+class _ParserError(httpx.Response):
+    """An upstream error response whose body (read) is a tool-parser error: the model's call."""
 
 
 class _Uncompiled(NamedTuple):
@@ -422,7 +475,7 @@ class _HealedStream(httpx.AsyncByteStream):
             while True:
                 # The response itself: the runner reads it and closes it on every path.
                 source: Any = self._current
-                if self._whole:
+                if self._whole and not isinstance(source, _ParserError):
                     # The server cannot stream this request: its whole answer, as a stream (a
                     # body that is no completion goes to the runner as is: an in-band error).
                     content = await self._current.aread()

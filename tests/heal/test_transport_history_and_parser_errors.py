@@ -26,7 +26,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 import toolwire
 from toolwire.heal.transport import ADAPTED_HEADER, HISTORY_REPAIRED_HEADER
 
-from .client import GOOD_WRITE, SDK_ON_TRIO_LEAK, TOOLS, read_stream
+from .client import GOOD_WRITE, SDK_ON_TRIO_LEAK, TOOLS, USER, read_stream
 from .upstream import HealUpstream, Reply, completion, running_upstream
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings(SDK_ON_TRIO_LEAK)]
@@ -202,3 +202,111 @@ async def test_a_request_without_tools_is_repaired_too(
         raw = await client.chat.completions.with_raw_response.create(**body)
     assert raw.headers[HISTORY_REPAIRED_HEADER] == "arguments_markup=1, arguments_not_json=1"
     assert raw.parse().choices[0].message.content == "Done."
+
+
+# -- a tool-parser error is the model's broken call: asked again with the true message --------
+
+#: Ollama's ``/v1`` answer when it could not parse the model's call (ollama/ollama#17638 shape).
+OLLAMA_500 = {
+    "error": {
+        "message": 'error parsing tool call: raw=\'{"path": "notes.txt", "content": "hel\', '
+        "err=unexpected end of JSON input",
+        "type": "api_error",
+        "param": None,
+        "code": None,
+    }
+}
+#: llama-server's body for a tail it could not parse (ggml-org/llama.cpp#20761).
+LLAMA_SERVER_500 = {
+    "error": {
+        "code": 500,
+        "message": "Failed to parse input at pos 12: </tool_call>",
+        "type": "server_error",
+    }
+}
+PARSER_ERRORS = [
+    pytest.param("ollama-openai", OLLAMA_500, id="ollama"),
+    pytest.param("llama-server", LLAMA_SERVER_500, id="llama-server"),
+]
+
+
+def _rejected_results(sent: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in sent["messages"] if "tool_call_id" in m]
+
+
+@pytest.mark.parametrize(("provider", "error"), PARSER_ERRORS)
+async def test_a_tool_parser_500_is_asked_again_and_the_client_gets_the_healed_answer(
+    anyio_backend: str, upstream: HealUpstream, provider: str, error: dict[str, Any]
+) -> None:
+    upstream.script(
+        Reply(status=500, body=json.dumps(error).encode()),
+        Reply(completion(("c9", "write", GOOD_WRITE))),
+    )
+    transport = toolwire.HealingTransport(httpx.AsyncHTTPTransport(), provider)
+    http, client = _client(upstream, transport)
+    async with http, client:
+        answer = await client.chat.completions.create(**_request(list(USER)))
+    (call,) = answer.choices[0].message.tool_calls or ()
+    assert (call.function.name, call.function.arguments) == ("write", GOOD_WRITE)
+    assert answer.choices[0].finish_reason == "tool_calls"
+    assert upstream.refused == []
+    first, retry = (json.loads(body) for body in upstream.raw_bodies)
+    (result,) = _rejected_results(retry)
+    assert "could not parse" in result  # the true message: the server could not parse it
+    assert len(retry["messages"]) == len(first["messages"]) + 2
+
+
+@pytest.mark.parametrize(("provider", "error"), PARSER_ERRORS)
+async def test_a_tool_parser_500_on_a_stream_is_healed_and_streamed(
+    anyio_backend: str, upstream: HealUpstream, provider: str, error: dict[str, Any]
+) -> None:
+    upstream.script(
+        Reply(status=500, body=json.dumps(error).encode()),
+        Reply(tool_calls_reply(("c9", "write", GOOD_WRITE))),
+    )
+    transport = toolwire.HealingTransport(httpx.AsyncHTTPTransport(), provider)
+    http, client = _client(upstream, transport)
+    async with http, client:
+        received = await read_stream(
+            await client.chat.completions.create(**_request(list(USER), stream=True))
+        )
+    assert [(c["name"], c["arguments"]) for c in received.calls] == [("write", GOOD_WRITE)]
+    assert received.finish_reason == "tool_calls"
+    assert len(upstream.raw_bodies) == 2
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_when_the_retries_are_spent_the_client_gets_the_typed_heal_failure(
+    anyio_backend: str, upstream: HealUpstream, stream: bool
+) -> None:
+    upstream.script(Reply(status=500, body=json.dumps(OLLAMA_500).encode()))
+    transport = toolwire.HealingTransport(
+        httpx.AsyncHTTPTransport(), "ollama-openai", max_retries=0
+    )
+    http, client = _client(upstream, transport)
+    async with http, client:
+        if stream:
+            with pytest.raises(openai.APIError) as raised:
+                await read_stream(
+                    await client.chat.completions.create(**_request(list(USER), stream=True))
+                )
+        else:
+            with pytest.raises(openai.InternalServerError) as raised:
+                await client.chat.completions.create(**_request(list(USER)))
+            assert raised.value.status_code == 502
+    assert "toolwire" in str(raised.value.body)
+    assert len(upstream.raw_bodies) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_an_unknown_error_body_passes_unchanged(
+    anyio_backend: str, upstream: HealUpstream, stream: bool
+) -> None:
+    body = b'{"error": {"message": "model is loading", "type": "unavailable"}}'
+    upstream.script(Reply(status=500, body=body))
+    transport = toolwire.HealingTransport(httpx.AsyncHTTPTransport(), "ollama-openai")
+    async with httpx.AsyncClient(transport=transport, base_url=upstream.base_url) as http:
+        response = await http.post("/chat/completions", json=_request(list(USER), stream=stream))
+    assert response.status_code == 500
+    assert response.content == body
+    assert len(upstream.raw_bodies) == 1
