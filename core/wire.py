@@ -90,7 +90,10 @@ class HealPlan(msgspec.Struct, frozen=True, kw_only=True):
     passes through untouched. ``query_params``: URL query parameters set upstream, retries
     included (Gemini's JSON-array stream is asked for with ``alt=sse``, the stream toolwire
     reads, and written back as an array). ``media_type``: the content type of a streamed body
-    the client receives.
+    the client receives. ``repaired`` counts the earlier calls of the request's history
+    rewritten because a server refuses their arguments (problem kind -> calls, as
+    ``HistoryRepair.changes`` names them; empty: none): one broken call would otherwise fail
+    every later request.
     """
 
     body: dict[str, Any]
@@ -102,6 +105,7 @@ class HealPlan(msgspec.Struct, frozen=True, kw_only=True):
     heal: bool = True
     query_params: tuple[tuple[str, str], ...] = ()
     media_type: str = "text/event-stream; charset=utf-8"
+    repaired: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 class HealEncoder(Protocol):

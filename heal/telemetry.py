@@ -76,7 +76,7 @@ def _report(site: str) -> None:
 class HealInstruments:
     """The heal counters of one meter provider (created once per provider)."""
 
-    __slots__ = ("_adapted", "_calls", "_retries", "_tokens", "_tools")
+    __slots__ = ("_adapted", "_calls", "_repaired", "_retries", "_tokens", "_tools")
 
     def __init__(self, meter: metrics.Meter) -> None:
         self._calls = meter.create_counter(
@@ -101,6 +101,13 @@ class HealInstruments:
             description="Requests whose history or shape was adapted to what the server "
             "accepts, by toolwire.heal.adaptation (assistant_content, tool_result_role, stream).",
         )
+        self._repaired = meter.create_counter(
+            "toolwire.heal.history_repaired",
+            unit="{call}",
+            description="Earlier calls of a request's history rewritten because a server refuses "
+            "their arguments, by toolwire.heal.history_problem (arguments_not_json, "
+            "arguments_not_object, arguments_markup).",
+        )
         #: The tool names reported, bounded as the pipeline's are.
         self._tools = BoundedValues(MAX_DISTINCT_VALUES)
 
@@ -118,6 +125,12 @@ class HealInstruments:
     def record_adapted(self, kind: str, *, provider: str) -> None:
         """Count one request adapted in the way ``kind`` says."""
         self._adapted.add(1, {"toolwire.heal.adaptation": kind, "gen_ai.provider.name": provider})
+
+    def record_repaired(self, kind: str, calls: int, *, provider: str) -> None:
+        """Count ``calls`` earlier calls of one request repaired for the problem ``kind``."""
+        self._repaired.add(
+            calls, {"toolwire.heal.history_problem": kind, "gen_ai.provider.name": provider}
+        )
 
     def record_retry(self, cause: str, *, provider: str) -> None:
         """Count one retry request."""
@@ -169,6 +182,15 @@ class HealTelemetry:
                 instruments.record_adapted(kind, provider=provider)
         except Exception:
             _report("adapted")
+
+    def count_repaired(self, provider: str, repaired: Mapping[str, int]) -> None:
+        """Count the calls of one request to ``provider`` repaired (``HealPlan.repaired``)."""
+        try:
+            instruments = _HEAL_INSTRUMENTS.get(self.telemetry.meter_provider, __version__)
+            for kind, calls in sorted(repaired.items()):
+                instruments.record_repaired(kind, calls, provider=provider)
+        except Exception:
+            _report("repaired")
 
     def start(self, provider: str, *, adapted: Mapping[str, int] | None = None) -> HealObserver:
         """The observer of one exchange with ``provider`` (a ``gen_ai.provider.name``).

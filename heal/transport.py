@@ -15,11 +15,17 @@ The I/O contract:
 - The request goes upstream as the client wrote it, headers (``Authorization`` included) and
   body, except ``stream_options.include_usage`` on a streamed request that did not ask for
   usage, and what the server's profile needs adapted (the Chat format's ``plan_request``;
-  the response then carries ``x-toolwire-adapted``). Retries go to the same URL with the
-  same headers. Nothing here logs a header or a body.
+  the response then carries ``x-toolwire-adapted``), and earlier calls of the history whose
+  arguments a server refuses, written as rejected calls (``plan.repaired``; the response then
+  carries ``x-toolwire-history-repaired``, ``arguments_not_json=1``). Retries go to the same
+  URL with the same headers. Nothing here logs a header or a body.
 - A streamed request the server cannot stream (``plan.whole_upstream``) is asked whole; the
   judged answer is streamed to the client once the whole answer is in.
-- An error status from upstream reaches the client unchanged: status, headers, body. (A
+- An error status from upstream reaches the client unchanged: status, headers, body; except a
+  tool-parser error body (the server could not parse the model's call: Ollama's, llama-server's
+  and vLLM's 500s, :mod:`toolwire.adapters.parser_errors`), healed like any rejected call:
+  asked again with the true message, the healed answer a 200 (streamed if asked), the typed
+  heal failure when the retries are spent. (A
   retry's error status, on a streamed response whose 200 is already sent, becomes an in-band
   error; on a non-streamed one it is the response.)
 - A streamed response starts as soon as the upstream's headers arrive; text and reasoning go
@@ -48,11 +54,13 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
+from ..adapters.parser_errors import parser_error_readers
 from ..adapters.registry import heal_formats, read_request
 from ..adapters.registry import provider as provider_entry
 from ..api import Pipeline, TruncatedCalls
 from ..core.errors import ConfigurationError
 from ..core.events import ProviderError
+from ..core.parser_errors import read_parser_error
 from ..core.wire import HealPlan, HealSettings, WireFormat, WireItem
 from ..judge import Policy
 from ..stages.telemetry.observer import Redactor
@@ -60,7 +68,7 @@ from .refusal import Refusal, ToolLimits, compile_refusal, tools_refusal
 from .session import HealSession
 from .telemetry import HealTelemetry
 
-__all__ = ["ADAPTED_HEADER", "HealingTransport"]
+__all__ = ["ADAPTED_HEADER", "HISTORY_REPAIRED_HEADER", "HealingTransport"]
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
@@ -77,6 +85,9 @@ FAILED_STATUS = 502
 #: The response header that says what was adapted so that the server accepts the request
 #: (``assistant_content=1, tool_result_role=2, stream=1``; see each format's ``plan_request``).
 ADAPTED_HEADER = "x-toolwire-adapted"
+#: The response header that says which earlier calls of the request's history were repaired
+#: (``arguments_not_json=1``: problem kind = calls; see ``HealPlan.repaired``).
+HISTORY_REPAIRED_HEADER = "x-toolwire-history-repaired"
 
 
 class HealingTransport(httpx.AsyncBaseTransport):
@@ -198,13 +209,20 @@ class HealingTransport(httpx.AsyncBaseTransport):
             # The retries go where the first request went: to the upstream's URL.
             url = request.url.copy_merge_params(dict(plan.query_params))
             request = _with_content(request, request.content, url=url)
-        if not plan.adapted:
+        if not plan.adapted and not plan.repaired:
             return await self._send_planned(request, wire, plan)
-        self._telemetry.count_adapted(provider_entry(wire.provider).gen_ai_name, plan.adapted)
+        said = ((ADAPTED_HEADER, plan.adapted), (HISTORY_REPAIRED_HEADER, plan.repaired))
+        name = provider_entry(wire.provider).gen_ai_name
+        if plan.adapted:
+            self._telemetry.count_adapted(name, plan.adapted)
+        if plan.repaired:
+            self._telemetry.count_repaired(name, plan.repaired)
         response = await self._send_planned(request, wire, plan)
-        response.headers[ADAPTED_HEADER] = ", ".join(
-            f"{kind}={count}" for kind, count in sorted(plan.adapted.items())
-        )
+        for header, counts in said:
+            if counts:
+                response.headers[header] = ", ".join(
+                    f"{kind}={count}" for kind, count in sorted(counts.items())
+                )
         return response
 
     async def _send_planned(
@@ -212,13 +230,17 @@ class HealingTransport(httpx.AsyncBaseTransport):
     ) -> httpx.Response:
         upstream = request if plan.content is None else _with_content(request, plan.content)
         response = await self._wrapped.handle_async_request(upstream)
-        if not 200 <= response.status_code < 300 or not plan.heal:
+        if not plan.heal:
             return response
+        if not 200 <= response.status_code < 300:
+            response = await self._parser_error(wire, response)
+            if not isinstance(response, _ParserError):
+                return response  # an error the model did not cause: the client's, unchanged
         if plan.streaming:
             session = self._session(wire, plan)
             run = _HealedStream(self, request, wire, session, response, whole=plan.whole_upstream)
             return httpx.Response(
-                response.status_code,
+                response.status_code if 200 <= response.status_code < 300 else 200,
                 headers=[
                     *_passed_headers(response.headers, also=("content-type",)),
                     (b"content-type", plan.media_type.encode()),
@@ -230,6 +252,51 @@ class HealingTransport(httpx.AsyncBaseTransport):
             return await self._heal_completion(request, wire, plan, response)
         finally:
             await _close_quietly(response)
+
+    async def _parser_error(
+        self, wire: WireFormat, response: httpx.Response
+    ) -> httpx.Response | _ParserError:
+        """``response`` (an error status) as is, or read when its body is a tool-parser error.
+
+        A server that could not parse the model's call answers 500 (Ollama, llama-server,
+        vLLM): the model's broken call, healed like any rejected call (issue 17, part 4). The
+        body is read to know; a body longer than :data:`_ERROR_BODY_CAP` is none of theirs and
+        passes unread.
+        """
+        length = response.headers.get("content-length")
+        readers = parser_error_readers(wire.provider)
+        if not readers or (
+            length is not None and length.isdigit() and int(length) > _ERROR_BODY_CAP
+        ):
+            return response
+        pieces = response.aiter_bytes()
+        head = bytearray()
+        try:
+            async for piece in pieces:
+                head += piece
+                if len(head) > _ERROR_BODY_CAP:
+                    # A chunked body with no length, past the cap: none of theirs. It goes on
+                    # to the client whole, read no further here.
+                    return httpx.Response(
+                        response.status_code,
+                        headers=_passed_headers(response.headers),
+                        stream=_Prefixed(bytes(head), pieces, response),
+                        extensions=_passed_extensions(response),
+                    )
+        except BaseException:
+            await _close_quietly(response)
+            raise
+        await _close_quietly(response)
+        content = bytes(head)
+        text = content.decode("utf-8", "replace")
+        if read_parser_error(readers, response.status_code, text) is None:
+            return _rebuilt(response, content)
+        return _ParserError(
+            response.status_code,
+            headers=_passed_headers(response.headers),
+            content=content,
+            extensions=_passed_extensions(response),
+        )
 
     async def _checked_plan(self, wire: WireFormat, content: bytes) -> HealPlan | Refusal | None:
         """How ``content`` is healed (``None``: it is not), or why it must not go upstream.
@@ -296,11 +363,16 @@ class HealingTransport(httpx.AsyncBaseTransport):
         self, request: httpx.Request, wire: WireFormat, plan: HealPlan, response: httpx.Response
     ) -> httpx.Response:
         content = await response.aread()
-        first = wire.read_body(content)
-        if first is None and _is_json(content):
+        parser_error = isinstance(response, _ParserError)
+        first = None if parser_error else wire.read_body(content)
+        if first is None and not parser_error and _is_json(content):
             return _rebuilt(response, content)  # an error in a 200, another shape: not ours
         session = self._session(wire, plan)
         try:
+            if parser_error:
+                return await self._heal_read_completion(
+                    request, wire, session, response, content, None
+                )
             if first is None:
                 # Not JSON at all (or not UTF-8): a 200 the client's SDK could not parse. It is
                 # the session's unreadable piece, a typed 502 (issue 19, part 7).
@@ -325,14 +397,15 @@ class HealingTransport(httpx.AsyncBaseTransport):
         session: HealSession,
         response: httpx.Response,
         content: bytes,
-        first: dict[str, Any],
+        first: dict[str, Any] | None,
     ) -> httpx.Response:
-        completion = first
+        """Heal ``first``, or the tool-parser error ``response`` when ``first`` is ``None``."""
+        # The first attempt: the completion, or the error body the pipeline reads as a turn
+        # with a rejected call; then each retry's completion, the first of which is the answer.
+        source: Any = response if first is None else wire.body_as_stream(first)
         items: list[WireItem] = []
         while True:
-            events = self.pipeline_for(wire).stream(
-                wire.body_as_stream(completion), request=session.body
-            )
+            events = self.pipeline_for(wire).stream(source, request=session.body)
             try:
                 async for event in events:
                     items += session.feed(event)
@@ -357,14 +430,21 @@ class HealingTransport(httpx.AsyncBaseTransport):
             if read is None:
                 items += session.retry_refused(retry.status_code, retry_content)
                 break
-            completion = read
+            if first is None:
+                first, response, content = read, retry, retry_content
+            source = wire.body_as_stream(read)
         failed = _failed(wire, items)
         if failed is not None:
             return failed
+        assert first is not None  # an error body alone always ends in a retry or a failure
         if not session.rewritten:
             return _rebuilt(response, content)
         body = wire.healed_body(first, items)
         return _rebuilt(response, _encode(body))
+
+
+class _ParserError(httpx.Response):
+    """An upstream error response whose body (read) is a tool-parser error: the model's call."""
 
 
 class _Uncompiled(NamedTuple):
@@ -418,7 +498,7 @@ class _HealedStream(httpx.AsyncByteStream):
             while True:
                 # The response itself: the runner reads it and closes it on every path.
                 source: Any = self._current
-                if self._whole:
+                if self._whole and not isinstance(source, _ParserError):
                     # The server cannot stream this request: its whole answer, as a stream (a
                     # body that is no completion goes to the runner as is: an in-band error).
                     content = await self._current.aread()
@@ -558,6 +638,23 @@ def _whole(
         stream=httpx.ByteStream(content),
         extensions=extensions or {},
     )
+
+
+class _Prefixed(httpx.AsyncByteStream):
+    """A body whose first bytes were already read: those, then the rest, as it comes."""
+
+    def __init__(self, head: bytes, rest: AsyncIterator[bytes], response: httpx.Response) -> None:
+        self._head = head
+        self._rest = rest
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self._head
+        async for piece in self._rest:
+            yield piece
+
+    async def aclose(self) -> None:
+        await _close_quietly(self._response)
 
 
 async def _read_capped(response: httpx.Response) -> bytes:

@@ -34,11 +34,7 @@ def _provider(name: str, profile: ServerProfile) -> Provider:
     return Provider(
         profile.gen_ai_name,
         open_mapper,
-        OpenAIChatHistory(
-            empty_content=profile.empty_assistant_content,
-            result_role=profile.tool_result_role,
-            text_calls=profile.text_calls_in_history,
-        ),
+        OpenAIChatHistory.for_profile(profile),
         read_chat_request,
         open_chat_format(name),
         reads_text_calls=profile.reads_text_calls,

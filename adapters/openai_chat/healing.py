@@ -8,8 +8,12 @@ name is registered with its own :class:`ChatWireFormat`.
   upstream. First the body is adapted to the server's profile
   (:mod:`toolwire.adapters.openai_chat.adapt`: for llama-cpp-python, ``content: null`` becomes
   ``""``, ``role: tool`` results become user messages, and a streamed ``tool_choice: "auto"``
-  request is asked whole and streamed back by the healing); a request that needed adapting but
-  is not healed goes up adapted, its response untouched. A request is healed when it is a
+  request is asked whole and streamed back by the healing). Before that, every earlier call
+  whose arguments the server would refuse (not JSON, not an object, markup) is written as a
+  rejected call (:meth:`~toolwire.adapters.openai_chat.history.OpenAIChatHistory.repair`,
+  ``HealPlan.repaired``): llama-server, vLLM and Ollama's ``/v1`` refuse the whole request
+  otherwise, and every later one too. A request that needed adapting or repairing but is not
+  healed goes up so, its response untouched. A request is healed when it is a
   JSON object with a ``messages`` list, offers ``tools``, and asks for one choice. Anything
   else (no tools, the legacy ``functions``, ``n`` above 1, a body that is not JSON) is not
   healed: there is no call to judge, or a response toolwire would not write back faithfully.
@@ -38,9 +42,11 @@ from ...core.turn import Turn
 from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object, sse_frame
+from ..history import arguments_text_problem
 from . import completion
 from .adapt import adapt_body
 from .encoder import ChatChunkEncoder
+from .history import OpenAIChatHistory
 from .profiles import CHAT_PROFILES, ServerProfile
 from .request import LIMIT_KEYS
 
@@ -60,13 +66,14 @@ def plan_request(content: bytes, profile: ServerProfile = OPENAI) -> HealPlan | 
     client = json_object(content)
     if client is None or not isinstance(client.get("messages"), list):
         return None
+    client, repaired = _repaired(client, profile)
     tools = client.get("tools")
     healed = isinstance(tools, list) and bool(tools) and client.get("n") in (None, 1)
     # Only a healed request can be asked whole and streamed back: the healing re-encodes.
     adapted, counts = adapt_body(client, profile, stream=healed)
     body = dict(adapted) if counts else client
     if not healed:
-        if not counts:
+        if not counts and not repaired:
             return None
         return HealPlan(
             body=body,
@@ -75,6 +82,7 @@ def plan_request(content: bytes, profile: ServerProfile = OPENAI) -> HealPlan | 
             client_wants_usage=True,
             adapted=dict(counts),
             heal=False,
+            repaired=repaired,
         )
     options = client.get("stream_options")
     asked_usage = isinstance(options, dict) and options.get("include_usage") is True
@@ -86,15 +94,17 @@ def plan_request(content: bytes, profile: ServerProfile = OPENAI) -> HealPlan | 
             client_wants_usage=asked_usage,
             adapted=dict(counts),
             whole_upstream=True,
+            repaired=repaired,
         )
     streaming = body.get("stream") is True
     if not streaming or asked_usage:
         return HealPlan(
             body=body,
-            content=_encode(body) if counts else None,
+            content=_encode(body) if counts or repaired else None,
             streaming=streaming,
             client_wants_usage=True,
             adapted=dict(counts),
+            repaired=repaired,
         )
     upstream = dict(body)
     upstream["stream_options"] = {
@@ -107,6 +117,40 @@ def plan_request(content: bytes, profile: ServerProfile = OPENAI) -> HealPlan | 
         streaming=True,
         client_wants_usage=False,
         adapted=dict(counts),
+        repaired=repaired,
+    )
+
+
+def _repaired(
+    client: dict[str, Any], profile: ServerProfile
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """``client`` with its history's broken calls repaired, and how many of each kind.
+
+    ``client`` itself when nothing needs it, or when a message is not an object (the server
+    refuses that request anyway; toolwire does not guess).
+    """
+    messages = client["messages"]
+    if not all(isinstance(message, dict) for message in messages) or not any(
+        map(_holds_broken_call, messages)
+    ):
+        return client, {}  # the usual case: no message copied
+    repair = OpenAIChatHistory.for_profile(profile).repair(messages)
+    if not repair.changes:
+        return client, {}
+    counts: dict[str, int] = {}
+    for change in repair.changes:
+        counts[change.kind] = counts.get(change.kind, 0) + 1
+    return {**client, "messages": repair.messages}, counts
+
+
+def _holds_broken_call(message: dict[str, Any]) -> bool:
+    """Whether an assistant ``message`` holds a call whose arguments a server refuses."""
+    calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+    return isinstance(calls, list) and any(
+        isinstance(call, dict)
+        and isinstance(function := call.get("function"), dict)
+        and arguments_text_problem(function.get("arguments")) is not None
+        for call in calls
     )
 
 

@@ -18,7 +18,7 @@ from ..history import (
     replay_arguments,
 )
 from .adapt import result_text
-from .profiles import TextCallsInHistory, ToolResultRole
+from .profiles import ServerProfile, TextCallsInHistory, ToolResultRole
 
 __all__ = ["OpenAIChatHistory"]
 
@@ -47,6 +47,15 @@ class OpenAIChatHistory:
         self.empty_content = empty_content
         self.result_role = result_role
         self.text_calls = text_calls
+
+    @classmethod
+    def for_profile(cls, profile: ServerProfile) -> OpenAIChatHistory:
+        """The history in the form ``profile``'s server accepts."""
+        return cls(
+            empty_content=profile.empty_assistant_content,
+            result_role=profile.tool_result_role,
+            text_calls=profile.text_calls_in_history,
+        )
 
     def assistant_messages(self, turn: Turn) -> list[dict[str, Any]]:
         """The one message that replays ``turn`` (see :meth:`assistant_message`)."""
