@@ -243,21 +243,6 @@ async def test_a_body_cut_inside_its_quote_never_runs() -> None:
     assert "could not parse" in (call.verdict.message or "")
 
 
-def _qwen3_coder_xml(text: str, names: Collection[str]) -> list[QuotedCall] | None:
-    """A stand-in for the Qwen3-Coder reader of ``stages/text_calls`` (tests only)."""
-    if "<function=" not in text:
-        return None
-    found: list[QuotedCall] = []
-    for block in re.split(r"<tool_call>", text)[1:]:
-        head = re.match(r"\s*<function=([^>\s]+)>", block)
-        if head is None:
-            return None
-        values = dict(re.findall(r"<parameter=([^>\s]+)>\n?(.*?)\n?</parameter>", block, re.S))
-        complete = "</function>" in block
-        found.append(QuotedCall(head[1], msgspec.json.encode(values).decode(), complete))
-    return found
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("case_id", sorted(RECOVERED))
 async def test_whole_calls_in_a_quote_of_the_output_are_recovered(case_id: str) -> None:
