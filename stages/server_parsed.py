@@ -11,9 +11,10 @@ The adapter turns a known tool-parser failure into a call marked
 - **read**: quoted ``arguments`` are judged like any call's, but without the ``prose`` repair
   (text after the object is not prose around a call: the server's parser saw it as part of the
   arguments, so ``{...}]`` has two readings); quoted ``output`` (llama-server's tail, in the
-  model's own markup) is read by the quoted-output readers (:func:`use_quoted_output_reader`:
-  the text-call readers of ``stages/text_calls`` plug in there), each call it holds judged
-  alone; with no reader, or none that reads it, nothing runs;
+  model's own markup) is read by the user's quoted-output readers
+  (:func:`use_quoted_output_reader`), then by the built-in one, every text-call family of
+  ``stages/text_calls`` (:func:`~toolwire.stages.text_calls.quoted.read_quoted_output`); each
+  call it holds is judged alone; when no reader reads a call in it, nothing runs;
 - **judged**: recovered when it has exactly one reading (it runs, like any call), rejected
   otherwise, ``truncated`` when the text or the server said it ended early;
 - **said so**: every rejection's message starts with what the server said, so that the model
@@ -33,6 +34,7 @@ from ..core.verdict import Verdict
 from ..judge import Policy, Toolset
 from ..judge._message import quote_received
 from ..judge._transit import damaged_verdict
+from .text_calls.quoted import read_quoted_output
 
 __all__ = [
     "QuotedCall",
@@ -59,20 +61,26 @@ _QUOTED_OUTPUT_READERS: list[QuotedOutputReader] = []
 
 
 def use_quoted_output_reader(reader: QuotedOutputReader) -> None:
-    """Read servers' quotes of the model's output with ``reader`` too (after the others).
+    """Read servers' quotes of the model's output with ``reader`` too.
 
-    This is the seam for the text-call readers (issue 17, part 1): they read the same markup
-    when a server left a call in the text.
+    User readers are tried in the order they were added, all before the built-in one (the
+    text-call families, ``stages/text_calls``): a reader is added for markup the built-in one
+    reads wrongly or not at all, so it must have the first word; the first that does not answer
+    ``None`` decides.
     """
     _QUOTED_OUTPUT_READERS.append(reader)
 
 
-def _read_quoted_output(text: str, names: Collection[str]) -> Sequence[QuotedCall] | None:
+def _read_quoted_output(text: str, toolset: Toolset | None) -> Sequence[QuotedCall] | None:
+    names = toolset.names() if toolset is not None else ()
     for reader in _QUOTED_OUTPUT_READERS:
         found = reader(text, names)
         if found is not None:
             return found
-    return None
+    calls = read_quoted_output(text, toolset)
+    if calls is None:
+        return None
+    return [QuotedCall(call.name, call.arguments, complete=not call.cut) for call in calls]
 
 
 #: Judges one call's text with a policy (the judge stage's own path, damage aside).
@@ -120,8 +128,7 @@ def _judge_quoted_output(
     judge_text: JudgeText,
     said: str,
 ) -> list[Event]:
-    names = toolset.names() if toolset is not None else ()
-    found = _read_quoted_output(call.arguments_raw, names)
+    found = _read_quoted_output(call.arguments_raw, toolset)
     if not found:
         lines = [
             f"{said} It quoted this part of your output, in which no whole call was read, so "

@@ -115,7 +115,8 @@ class QwenXmlReader(TextCallReader):
             end += len("</tool_call>")
         elif closed_function:
             end = index + len("</function>")
-        elif index >= len(text):
+        elif index >= len(text) or _may_grow(text[index : index + 80]):
+            # The text ended there, or inside a tag of the call (``<function=task>\n<``).
             return self._cut(start, text, name, pairs, properties)
         else:
             return None  # something else inside the call: not this grammar

@@ -60,13 +60,11 @@ OUTCOMES: dict[str, tuple[str, str | None]] = {
     # qwen3: "unexpected end of JSON input", nothing quoted: cut, by the parser's word.
     "pe-ollama-14492-qwen35-eoi": (CALL, "truncated"),
     "pe-ollama-14570-qwen3-log": (CALL, "truncated"),
-    # llama-server's tail, in the model's markup: no reader is plugged in here.
+    # llama-server's tail, in the model's markup, read by the text-call readers: a lone
+    # closing tag holds no call; a call cut inside a tag never runs. (The tails that hold
+    # whole calls are RECOVERED, below.)
     "pe-llamacpp-20761-pos12-endtag-only": (CALL, "server_could_not_parse"),
-    "pe-llamacpp-pw9-pos0-cut": (CALL, "server_could_not_parse"),
-    "pe-llamacpp-pw9-pos60-complete": (CALL, "server_could_not_parse"),
-    "pe-llamacpp-pw9-pos72-four-calls": (CALL, "server_could_not_parse"),
-    "pe-llamacpp-24644-elided": (CALL, "server_could_not_parse"),
-    "pe-llamacpp-openclaw-61838-flattened": (CALL, "server_could_not_parse"),
+    "pe-llamacpp-pw9-pos0-cut": (CALL, "truncated"),
     # LM Studio answers 200 and drops the call: its log line and UI message never reach a
     # client as a body; read as one, they are no stream, as before.
     "pe-lmstudio-942-gptoss-unexpected-end": ("not_a_stream", None),
@@ -83,6 +81,29 @@ OUTCOMES: dict[str, tuple[str, str | None]] = {
     "rh-vllm-codexpp-1019-property-name": (HISTORY, None),
     "rh-vllm-hermesagent-12643-unterminated": (HISTORY, None),
 }
+
+#: The tails of llama-server's output that hold whole calls, read by the text-call readers: id ->
+#: the (name, arguments) of each call, which runs (the tools here declare no properties, so the
+#: values stay strings), or None: the corpus's ``expected`` calls.
+RECOVERED: dict[str, list[tuple[str, dict[str, Any]]] | None] = {
+    "pe-llamacpp-pw9-pos60-complete": None,
+    "pe-llamacpp-pw9-pos72-four-calls": None,
+    # The reporter elided the values ("(...)"): what the quote holds is what is read.
+    "pe-llamacpp-24644-elided": [("write", {"content": " {\n(...)\n }\n\n ", "path": "(...)\n "})],
+    # Newlines flattened to spaces by a UI: the spaces are the values' (as in Qwen's parser,
+    # one line feed around a value is the markup's, nothing else).
+    "pe-llamacpp-openclaw-61838-flattened": [
+        ("tavily_search", {"query": " latest OpenClaw features 2026 ", "count": " 3 "})
+    ],
+}
+
+
+def recovered_calls(case_id: str) -> list[tuple[str, Any]]:
+    calls = RECOVERED[case_id]
+    if calls is not None:
+        return calls
+    return [(call["name"], call["arguments"]) for call in CASES[case_id]["expected"]]
+
 
 _FIRST_OLLAMA_LINE = {"model": "m", "message": {"role": "assistant", "content": ""}, "done": False}
 
@@ -113,7 +134,8 @@ async def turn_of(case: dict[str, Any], **options: Any) -> toolwire.Turn:
 
 
 def test_the_table_covers_the_corpus() -> None:
-    assert set(OUTCOMES) == set(CASES)
+    assert set(OUTCOMES) | set(RECOVERED) == set(CASES)
+    assert not set(OUTCOMES) & set(RECOVERED)
 
 
 @pytest.mark.anyio
@@ -123,7 +145,7 @@ async def test_each_real_body_has_its_typed_outcome(case_id: str) -> None:
     kind, reason = OUTCOMES[case_id]
     turn = await turn_of(case)
     assert [error.kind for error in turn.errors] == [kind]
-    assert not turn.runnable, "nothing a server could not parse runs without a markup reader"
+    assert not turn.runnable, "nothing runs that no reader read whole from the server's error"
     if kind == CALL:
         (call,) = turn.calls
         assert call.verdict is not None
@@ -221,8 +243,42 @@ async def test_a_body_cut_inside_its_quote_never_runs() -> None:
     assert "could not parse" in (call.verdict.message or "")
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("case_id", sorted(RECOVERED))
+async def test_whole_calls_in_a_quote_of_the_output_are_recovered(case_id: str) -> None:
+    # No reader registered by the user: the text-call readers are built in.
+    turn = await turn_of(CASES[case_id])
+    expected = recovered_calls(case_id)
+    assert [(c.name, c.arguments) for c in turn.calls] == expected
+    assert len(turn.runnable) == len(expected)
+    assert len({c.call_id for c in turn.calls}) == len(turn.calls)
+    assert turn.stop_reason == "tool_calls"
+    assert [e.kind for e in turn.errors] == [CALL]
+
+
+@pytest.mark.anyio
+async def test_a_call_in_a_quote_still_meets_its_schema() -> None:
+    case = CASES["pe-llamacpp-pw9-pos72-four-calls"]
+    strict = {"type": "object", "properties": {"filePath": {"type": "integer"}}}
+    tools = [
+        *tools_of(["task", "bash"]),
+        {"type": "function", "function": {"name": "read", "parameters": strict}},
+    ]
+    turn = await toolwire.Pipeline("llama-server", tools=tools).collect(
+        source_of("llama-server", case["status"], case["text"])
+    )
+    assert [(c.name, c.outcome) for c in turn.calls] == [("bash", "ok")] + [
+        ("read", "rejected")
+    ] * 3
+    assert [c.name for c in turn.runnable] == ["bash"]
+    for call in turn.calls[1:]:
+        assert call.verdict is not None
+        assert call.verdict.reason == "schema"
+        assert (call.verdict.message or "").startswith("The server (llama.cpp) could not parse")
+
+
 def _qwen3_coder_xml(text: str, names: Collection[str]) -> list[QuotedCall] | None:
-    """A stand-in for the Qwen3-Coder reader of ``stages/text_calls`` (tests only)."""
+    """A stand-in for a user's reader of Qwen3-Coder XML (tests only)."""
     if "<function=" not in text:
         return None
     found: list[QuotedCall] = []
@@ -262,6 +318,28 @@ async def test_quoted_output_goes_to_the_markup_readers(
         (call,) = turn.calls
         assert call.truncated
         assert not call.may_run
+
+
+@pytest.mark.anyio
+async def test_a_users_reader_has_the_first_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = CASES["pe-llamacpp-pw9-pos60-complete"]
+    asked: list[str] = []
+
+    def unsure(text: str, names: Collection[str]) -> None:
+        asked.append(text)
+        return None
+
+    def refuses(text: str, names: Collection[str]) -> list[QuotedCall]:
+        return []
+
+    monkeypatch.setattr(server_parsed, "_QUOTED_OUTPUT_READERS", [])
+    server_parsed.use_quoted_output_reader(unsure)  # None: the built-in reader reads it
+    assert len((await turn_of(case)).runnable) == 1
+    assert asked == [case["raw"]]
+    server_parsed.use_quoted_output_reader(refuses)  # []: certainly no call
+    (call,) = (await turn_of(case)).calls
+    assert call.verdict is not None
+    assert call.verdict.reason == "server_could_not_parse"
 
 
 @settings(max_examples=200, deadline=None)
