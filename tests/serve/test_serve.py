@@ -223,6 +223,8 @@ async def test_a_client_that_disconnects_cancels_the_upstream_at_once(
     assert await upstream_went_away(upstream)
 
 
+# Waits by design (a client that reads nothing for seconds): the slow tier.
+@pytest.mark.slow
 def test_a_slow_client_slows_the_upstream_and_memory_stays_bounded(
     upstream: HealUpstream, bare: Proxy, proxy: Proxy
 ) -> None:
@@ -252,6 +254,8 @@ def test_a_slow_client_slows_the_upstream_and_memory_stays_bounded(
         assert upstream.gone.wait(5)
 
 
+# Waits by design (a stream in flight across a SIGTERM): the slow tier.
+@pytest.mark.slow
 async def test_sigterm_lets_an_in_flight_stream_finish_then_exits_by_the_signal(
     anyio_backend: str, upstream: HealUpstream
 ) -> None:
