@@ -265,6 +265,17 @@ def provider_blocks(encoder: HealEncoder, event: ProviderContent) -> list[WireIt
     return [item for block in event.items for item in encoder.provider_block(block)]
 
 
+def error_item(items: Iterable[WireItem]) -> dict[str, Any] | None:
+    """The first item that carries an ``error`` member (the error a session ended in), if any.
+
+    Chat, Gemini and Ollama end a failed exchange with an ``{"error": {...}}`` element.
+    """
+    for item in items:
+        if isinstance(item, dict) and "error" in item:
+            return item
+    return None
+
+
 def json_object(data: bytes | str) -> dict[str, Any] | None:
     """``data`` decoded when it is one whole JSON object; ``None`` when it is not JSON, was cut,
     or is another JSON value. Every request, body and error payload healing reads starts here.

@@ -155,10 +155,7 @@ class GeminiWireFormat:
 
     def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:
         """The ``{"error": {...}}`` element the items end in."""
-        for item in items:
-            if isinstance(item, dict) and "error" in item:
-                return item
-        return None
+        return encoding.error_item(items)
 
 
 def _heals(body: Mapping[str, Any]) -> bool:

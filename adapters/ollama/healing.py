@@ -108,10 +108,7 @@ class OllamaWireFormat:
 
     def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:
         """The ``{"error": ...}`` line the items end in."""
-        for item in items:
-            if isinstance(item, dict) and "error" in item:
-                return item
-        return None
+        return encoding.error_item(items)
 
 
 #: Ollama's native chat API, healed.

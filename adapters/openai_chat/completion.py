@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from ...core.wire import Done, WireItem
-from ..encoding import json_object
+from ..encoding import error_item, json_object
 
 __all__ = [
     "completion_as_stream",
@@ -77,10 +77,7 @@ def completion_as_stream(body: Mapping[str, Any]) -> bytes:
 
 def error_status(items: Iterable[WireItem]) -> dict[str, Any] | None:
     """The error body (``{"error": {...}}``) when the session ended in an error, else ``None``."""
-    for item in items:
-        if not isinstance(item, Done) and "error" in item:
-            return item
-    return None
+    return error_item(items)
 
 
 def completion_body(
