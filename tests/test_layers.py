@@ -211,3 +211,18 @@ def test_the_checker_sees_circles() -> None:
     assert _circles(_import_graph(sources)) == [
         ["toolwire.heal.a", "toolwire.heal.b", "toolwire.heal.c"]
     ]
+
+
+def test_every_package_of_the_tree_is_installed() -> None:
+    # pyproject lists the packages by hand (the repository root is the package): a package
+    # left out is missing from every non-editable install, though an editable one finds it.
+    import tomllib
+
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    listed = set(settings["tool"]["setuptools"]["packages"])
+    in_tree = {
+        ".".join(("toolwire", *path.parent.relative_to(ROOT).parts))
+        for path in _package_modules()
+        if path.name == "__init__.py"
+    }
+    assert listed == in_tree
