@@ -55,11 +55,21 @@ def test_the_short_suite_runs_on_the_real_server(tmp_path: Path) -> None:
     assert report["tasks"] == ["hello", "todo-list"]
     summary = report["summary"]
     assert summary["calls"] > 0
-    # At 16 tokens SmolLM2 cannot finish a hello-world write: cut, rejected, never run.
-    small = [c for c in report["calls"] if c["budget"] == 16 and c["name"] == "write"]
-    assert small
-    assert all(c["outcome"] == "rejected" and not c["executed"] for c in small)
-    assert all(c["reason"] == "truncated" for c in small)
+    # At 16 tokens SmolLM2 is cut in the middle of its hello-world writes. Which of its calls
+    # are cut depends on the CPU's arithmetic (CI once saw one finish within 16 tokens), so the
+    # test holds the rule, not one transcript: some call is cut, and every cut call is
+    # rejected as truncated and never run.
+    small = [c for c in report["calls"] if c["budget"] == 16]
+    cut = [c for c in small if c["truncated"]]
+    assert cut, json.dumps(small, indent=1)
+    for call in cut:
+        assert (call["outcome"], call["reason"], call["executed"]) == (
+            "rejected",
+            "truncated",
+            False,
+        ), json.dumps(call, indent=1)
+    # Nothing rejected ever runs, at any budget.
+    assert not [c for c in report["calls"] if c["outcome"] == "rejected" and c["executed"]]
     assert summary["truncations"]["by_cut_by"].get("token_limit", 0) > 0
     # With room to finish, calls run.
     assert any(c["executed"] for c in report["calls"] if c["budget"] == 256)
@@ -154,9 +164,7 @@ def test_each_error_is_one_clear_line(
     assert says in one_line(err)
 
 
-def test_a_recording_that_is_not_one(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_a_recording_that_is_not_one(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"run": "hello@16"}\n')
     code, _, err = run(capsys, "demo", "--replay", str(bad))
