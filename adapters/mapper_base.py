@@ -132,15 +132,25 @@ class MapperBase:
         *,
         failed: bool,
         saw_stream: bool,
+        saw_events: bool | None = None,
         what: str = "an event stream",
     ) -> bool:
         """At the end: a body with nothing of ``what`` in it (an HTML error page, a JSON error
         body, an empty 200) is said to be so, quoting its first bytes; True when it was.
 
         Saying "the stream dropped" would invite a retry that fails the same way. Not for SDK
-        objects, a turn already ended, or a read that failed.
+        objects, a turn already ended, or a read that failed. An event stream that carried no
+        event (``saw_events`` False; by default, an SSE body of comments alone: the keep-alive
+        pings a slow server sends before it answers nothing) is an empty response too.
         """
-        if self._object_source or self._state.ended or failed or saw_stream:
+        if self._object_source or self._state.ended or failed:
+            return False
+        if saw_events is None:
+            saw_events = not isinstance(decoder, SSEDecoder) or decoder.saw_data
+        if saw_stream and not saw_events:
+            self._state.no_event(out, size=decoder.bytes_seen)
+            return True
+        if saw_stream:
             return False
         self._state.not_a_stream(out, size=decoder.bytes_seen, head=decoder.first_bytes, what=what)
         return True

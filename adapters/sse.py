@@ -83,6 +83,7 @@ class SSEDecoder:
         "_over_head",
         "_payloads",
         "_saw_cr",
+        "_saw_data",
         "_saw_field",
         "_started",
     )
@@ -109,6 +110,7 @@ class SSEDecoder:
         self._started = False
         self._bom_held = b""
         self._saw_field = False
+        self._saw_data = False
 
     # -- what the caller reads ------------------------------------------------------------------
 
@@ -120,6 +122,12 @@ class SSEDecoder:
         body, binary junk): quote :attr:`first_bytes` in the error rather than "no events".
         """
         return self._saw_field
+
+    @property
+    def saw_data(self) -> bool:
+        """True once a ``data`` line was seen: a stream of comments (keep-alive pings) alone
+        carried no event, which is no response at all rather than a stream that dropped."""
+        return self._saw_data
 
     @property
     def bytes_seen(self) -> int:
@@ -222,7 +230,7 @@ class SSEDecoder:
             pieces[0:2] = [pieces[0] + pieces[1]]
         first = pieces[0]
         if first[:5] == b"data:" and len(first) >= 6:
-            self._saw_field = True
+            self._saw_field = self._saw_data = True
             pieces[0] = first[6:] if first[5] == 32 else first[5:]  # 32: " "
             self._data_line(b"".join(pieces), size)
         else:
@@ -277,7 +285,7 @@ class SSEDecoder:
             self._payloads += payloads
         else:
             self._payloads = payloads  # type: ignore[assignment]
-        self._saw_field = True
+        self._saw_field = self._saw_data = True
         for line in lines[whole:]:
             self._line(line)
         return True
@@ -299,7 +307,7 @@ class SSEDecoder:
     def _line(self, line: bytes, size: int = -1) -> None:
         """Interpret one complete line; ``size`` is its real length when only its head is kept."""
         if line[:5] == b"data:":
-            self._saw_field = True
+            self._saw_field = self._saw_data = True
             value = line[6:] if line[5:6] == b" " else line[5:]
             self._data_line(value, len(line) if size < 0 else size)
         elif not line:
@@ -307,7 +315,7 @@ class SSEDecoder:
         elif line[:1] == b":":
             self._saw_field = True  # a comment (keep-alive): nothing to do
         elif line == b"data":
-            self._saw_field = True
+            self._saw_field = self._saw_data = True
             self._data_line(b"", 4)  # a field name alone: the field with an empty value
         elif line[:6] == b"event:":
             self._saw_field = True

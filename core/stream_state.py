@@ -126,6 +126,20 @@ class StreamState:
         self.facts.parser_cut = facts.cut
         self.facts.reason = "tool_calls"
 
+    def no_event(self, out: list[Event], *, size: int) -> None:
+        """An event stream ended cleanly without one event (``size`` bytes of comments)."""
+        self.fatal(
+            out,
+            ProviderError(
+                message=(
+                    f"the server sent an event stream with no event in it ({size} bytes of "
+                    "comments or keep-alive pings): no response (not a truncation)"
+                ),
+                kind="empty_response",
+                fatal=True,
+            ),
+        )
+
     def not_a_stream(self, out: list[Event], *, size: int, head: bytes, what: str) -> None:
         """Nothing of ``what`` (an event stream...) was in the body: say what came instead."""
         if size == 0:

@@ -125,8 +125,9 @@ _DEFAULT_SETTINGS = MapperSettings()
 
 #: Said after "empty body" for a server that streams tool calls only when one is forced.
 FORCED_TOOL_HINT = (
-    '; this server sends an empty body when a streamed request with tool_choice "auto" picks '
-    "a tool (llama-cpp-python): name the function in tool_choice"
+    "; this server sends no event (an empty body, or keep-alive pings alone) when a streamed "
+    'request with tool_choice "auto" picks a tool (llama-cpp-python): name the function in '
+    "tool_choice"
 )
 
 
@@ -207,8 +208,11 @@ class OpenAIChatMapper(MapperBase):
             self._payload(payload, out)
         sse = self._sse
         saw_stream = sse.saw_field or self._framed_elsewhere
-        if self._not_a_stream(out, sse, failed=failed, saw_stream=saw_stream):
-            if sse.bytes_seen == 0 and self._forced_tools_only:
+        saw_events = sse.saw_data or self._framed_elsewhere
+        if self._not_a_stream(
+            out, sse, failed=failed, saw_stream=saw_stream, saw_events=saw_events
+        ):
+            if not saw_events and self._forced_tools_only:
                 out[:] = [_with_forced_tool_hint(event) for event in out]
         if self._object_source and not failed and self._facts.output_tokens is not None:
             # The SDK consumes ``[DONE]`` itself, so an SDK source cannot show it. A usage report

@@ -156,11 +156,34 @@ async def test_empty_body() -> None:
     assert [(e.kind, e.fatal) for e in turn.errors] == [("empty_response", True)]
 
 
-async def test_keep_alive_comments_then_nothing_is_a_dropped_stream() -> None:
-    # An event stream that sent only keep-alives is a stream that stopped, not a non-stream.
+async def test_keep_alive_comments_then_a_clean_end_is_no_response() -> None:
+    # An event stream that sent only keep-alives and then ended cleanly carried no event: no
+    # response, like an empty body (llama-cpp-python pings every 15 s before it sends nothing).
     turn = await toolwire.collect(b": ping\n\n: ping\n\n", judge=False)
-    assert (turn.stop_reason, turn.truncation_evidence) == ("disconnected", ("no_finish",))
-    assert turn.errors == ()
+    assert (turn.text, turn.calls, turn.stop_reason) == ("", (), "error")
+    assert (turn.truncated, turn.truncation_evidence) == (False, ())
+    assert [(e.kind, e.fatal) for e in turn.errors] == [("empty_response", True)]
+    assert "no event in it (16 bytes of comments" in turn.errors[0].message
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-responses", "gemini"])
+async def test_keep_alive_comments_alone_are_no_response_in_every_sse_format(
+    provider: str,
+) -> None:
+    turn = await toolwire.collect(b": ping\n\nevent: ping\n\n", provider, judge=False)
+    assert [(e.kind, e.fatal) for e in turn.errors] == [("empty_response", True)]
+    assert not turn.truncated
+
+
+async def test_keep_alive_comments_then_a_drop_is_still_a_dropped_stream() -> None:
+    # A read that failed after the pings: the stream dropped, nothing says the server was done.
+    async def pings_then_reset() -> Any:
+        yield b": ping\n\n"
+        raise ConnectionResetError("reset by peer")
+
+    turn = await toolwire.collect(pings_then_reset(), judge=False)
+    assert "empty_response" not in [e.kind for e in turn.errors]
+    assert turn.stop_reason == "disconnected"
 
 
 async def test_done_only() -> None:

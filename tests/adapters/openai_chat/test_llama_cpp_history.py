@@ -78,3 +78,13 @@ def test_an_empty_body_says_to_name_the_tool() -> None:
     assert not turn.truncated
     other = anyio.run(lambda: toolwire.collect(b"", "openai-compatible"))
     assert "tool_choice" not in other.errors[0].message
+
+
+def test_keep_alive_pings_alone_also_say_to_name_the_tool() -> None:
+    # Under load llama-cpp-python pings (sse-starlette, every 15 s) before its empty answer.
+    pings = b": ping - 2026-12-02 06:51:16.844794+00:00\r\n\r\n"
+    turn = anyio.run(lambda: toolwire.collect(pings, "llama-cpp"))
+    (error,) = turn.errors
+    assert error.kind == "empty_response"
+    assert "keep-alive pings alone" in error.message
+    assert error.message.endswith("name the function in tool_choice")
