@@ -51,7 +51,7 @@ from ..adapters.registry import heal_formats
 from ..adapters.registry import provider as provider_entry
 from ..api import Pipeline
 from ..core.errors import ConfigurationError
-from ..core.events import ResponseInfo
+from ..core.events import ProviderError, ResponseInfo
 from ..core.wire import Done, HealPlan, WireFormat, WireItem
 from ..heal.session import HealSession
 from ..heal.telemetry import HealTelemetry
@@ -242,11 +242,16 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
         model = data.get("_litellm_client_requested_model") or data.get("model")
         while True:
             events = self._pipeline.stream(source, request=_without_limit(session.body))
+            failure = "the upstream stream ended before its finish"
             try:
                 async for event in events:
                     if isinstance(event, ResponseInfo) and isinstance(model, str):
                         # LiteLLM stamps the model the client asked for on every chunk.
                         event = msgspec.structs.replace(event, model=model)
+                    elif isinstance(event, ProviderError) and event.kind == "transport":
+                        # LiteLLM raised inside its stream (a dropped connection, the server's
+                        # in-band error): its words are what the client is told.
+                        failure = event.message
                     items = session.feed(event)
                     if items:
                         yield items
@@ -258,9 +263,7 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
             if end.items:
                 yield end.items
             if end.dropped:
-                raise UpstreamDropped(
-                    "the upstream stream ended before its finish; toolwire ends this one too"
-                )
+                raise UpstreamDropped(f"{failure}; toolwire ends this stream too")
             if end.retry is None:
                 return
             try:

@@ -17,7 +17,8 @@ from pathlib import Path
 import openai
 import pytest
 from _toolwire_testdata import load_stream
-from e2e.server import text_reply, tool_calls_reply
+from e2e.loopback import sse_events
+from e2e.server import chat_chunk, sse, text_reply, tool_calls_reply
 from heal.client import GOOD_WRITE, SDK_ON_TRIO_LEAK, Tools, read_stream, request
 from heal.upstream import HealUpstream, Reply, completion, running_upstream
 
@@ -53,7 +54,7 @@ def bare(upstream: HealUpstream, tmp_path_factory: pytest.TempPathFactory) -> It
 
 @pytest.fixture(autouse=True)
 def _fresh_script(upstream: HealUpstream) -> None:
-    upstream.script()
+    upstream.replies.clear()
     upstream.requests.clear()
     upstream.raw_bodies.clear()
     upstream.headers.clear()
@@ -129,6 +130,23 @@ async def test_a_non_streamed_cut_call_is_healed_with_usage_summed(
     assert reply.choices[0].finish_reason == "tool_calls"
     assert reply.usage is not None
     assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (90, 44)
+    assert len(upstream.requests) == 2
+
+
+async def test_a_stream_that_drops_after_a_whole_looking_call_is_healed_too(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    # The connection breaks before the finish: LiteLLM raises inside its stream, which toolwire
+    # reads as a drop (the call being written was cut, whatever its text looks like).
+    body = tool_calls_reply(("call_cut", "write", GOOD_WRITE))
+    before_finish = len(sse_events(body)) - 2
+    upstream.script(
+        Reply(body, cut="drop", events=before_finish),
+        Reply(tool_calls_reply(("call_ok", "write", GOOD_WRITE))),
+    )
+    async with _client(guarded.base_url) as client:
+        received = await read_stream(await client.chat.completions.create(**request(model=MODEL)))
+    assert [call["id"] for call in received.calls] == ["call_ok"]
     assert len(upstream.requests) == 2
 
 
@@ -209,6 +227,19 @@ async def test_an_upstream_error_passes(
     assert len(upstream.requests) == 1  # an error the model did not cause is not asked again
 
 
+async def test_an_in_band_error_of_the_server_reaches_the_client_in_its_words(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    opened = chat_chunk({"role": "assistant", "content": ""})
+    crashed = {"error": {"message": "the model crashed", "type": "server_error"}}
+    upstream.script(Reply(sse([opened, chat_chunk({"content": "Hello"}), crashed], done=False)))
+    async with _client(guarded.base_url) as client:
+        stream = await client.chat.completions.create(**request(model=MODEL))
+        with pytest.raises(openai.APIError, match="the model crashed"):
+            await read_stream(stream)
+    assert len(upstream.requests) == 1  # no call was cut: nothing to ask again
+
+
 async def test_a_history_with_a_broken_earlier_call_is_repaired_before_it_goes_up(
     anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
 ) -> None:
@@ -267,6 +298,7 @@ async def test_a_non_streamed_healing_that_fails_is_a_502_the_sdk_does_not_resen
         with pytest.raises(openai.InternalServerError) as raised:
             await client.chat.completions.create(**request(model=MODEL, stream=False))
     assert raised.value.status_code == 502
+    assert raised.value.response.headers.get("x-should-retry") == "false"
     assert "toolwire did not pass on a tool call" in str(raised.value)
     assert len(upstream.requests) == 3
 
