@@ -16,18 +16,17 @@ out. Nothing reaches the internet: the model cost map is LiteLLM's local copy, t
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
+from serve.proxy import Proxy
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "fake"
@@ -102,29 +101,9 @@ general_settings:
     return text
 
 
-@dataclass
-class LiteLLM:
-    """A running LiteLLM proxy: its base URL (``.../v1``), its process, its output."""
-
-    base_url: str
-    process: subprocess.Popen[bytes]
-    lines: list[str] = field(default_factory=list)
-
-    @property
-    def log(self) -> str:
-        return "".join(self.lines)
-
-    def stop(self, timeout: float = 20.0) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        finally:
-            if self.process.stdout is not None:
-                self.process.stdout.close()
+#: A running LiteLLM proxy is held as a running ``toolwire serve`` is: its base URL
+#: (``.../v1``), its process, its output (``tests/serve/proxy.py``).
+LiteLLM = Proxy
 
 
 def _pump(process: subprocess.Popen[bytes], lines: list[str]) -> None:
@@ -159,7 +138,11 @@ def running_litellm(
         _wait_live(proxy, port, startup)
         yield proxy
     finally:
-        proxy.stop()
+        try:
+            proxy.stop(timeout=20.0)
+        finally:
+            assert process.stdout is not None
+            process.stdout.close()
 
 
 def _wait_live(proxy: LiteLLM, port: int, startup: float) -> None:
