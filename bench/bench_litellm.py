@@ -28,6 +28,7 @@ import os
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -214,11 +215,16 @@ def _request(client: httpx.Client, base: str, stream: bool) -> None:
         raise RuntimeError(f"{base}: {response.status_code}: {content[:300]!r}")
 
 
-def _block(send: Callable[[], None], count: int) -> list[float]:
+def _block(send: Callable[[], None], count: int, errors: list[str]) -> list[float]:
+    """Milliseconds of each of ``count`` requests; a failed one is noted in ``errors``."""
     times: list[float] = []
     for _ in range(count):
         started = time.perf_counter()
-        send()
+        try:
+            send()
+        except Exception as error:  # counted, not fatal: the other targets go on
+            errors.append(f"{type(error).__name__}: {error}"[:200])
+            continue
         times.append((time.perf_counter() - started) * 1e3)
     return times
 
@@ -234,14 +240,17 @@ def sequential_phase(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         for stream in (False, True):
             body = "stream" if stream else "whole"
             latency: dict[str, list[float]] = {name: [] for name in bases}
+            errors: dict[str, list[str]] = {name: [] for name in bases}
             cpu: dict[str, float] = dict.fromkeys(bases, 0.0)
             for name, base in bases.items():  # warm-up: connections, tool lists compiled
-                _block(lambda c=clients[name], b=base, s=stream: _request(c, b, s), 5)
+                _block(lambda c=clients[name], b=base, s=stream: _request(c, b, s), 5, [])
             for _ in range(args.rounds):
                 for name, base in bases.items():
                     before = _cpu(watched[name])
                     latency[name] += _block(
-                        lambda c=clients[name], b=base, s=stream: _request(c, b, s), args.requests
+                        lambda c=clients[name], b=base, s=stream: _request(c, b, s),
+                        args.requests,
+                        errors[name],
                     )
                     time.sleep(0.2)  # what the target does after answering counts too
                     cpu[name] += _cpu(watched[name]) - before
@@ -252,7 +261,9 @@ def sequential_phase(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
                     "p50_ms": p50,
                     "p99_ms": percentile(latency[name], 0.99),
                     "added_p50_ms": p50 - direct_p50,
-                    "cpu_ms_per_request": cpu[name] / (args.rounds * args.requests) * 1e3,
+                    "cpu_ms_per_request": cpu[name] / max(1, len(latency[name])) * 1e3,
+                    "errors": len(errors[name]),
+                    "error_kinds": sorted(set(errors[name]))[:3],
                 }
     finally:
         for client in clients.values():
@@ -272,6 +283,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         load = load_phase(args, Path(folder))
+        print(json.dumps({"load": load}), file=sys.stderr)  # kept if the next phase fails
         sequential = sequential_phase(args, Path(folder))
     result = {
         "settings": vars(args),

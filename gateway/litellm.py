@@ -212,7 +212,7 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
     ) -> HealPlan | None:
         """The plan of a response to heal: a Chat Completions route, a request with tools."""
         route = getattr(user_api_key_dict, "request_route", None)
-        if isinstance(route, str) and route and not route.rstrip("/").endswith("/completions"):
+        if isinstance(route, str) and route and not route.rstrip("/").endswith("/chat/completions"):
             return None  # /v1/messages, /v1/responses...: see docs/litellm.md
         plan = self._plan(data)
         if plan is None or not plan.heal:
