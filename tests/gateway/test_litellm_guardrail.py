@@ -1,0 +1,315 @@
+"""toolwire's LiteLLM guardrail end to end: a real LiteLLM proxy process, the real openai SDK.
+
+LiteLLM (its own virtualenv, ``litellm_proxy.py``) runs on loopback with ``config.yaml`` naming
+``toolwire.gateway.litellm.ToolwireGuardrail``, in front of the healing tests' scripted upstream
+(``tests/heal/upstream.py``), whose first answer is a cut call. The client is an unchanged agent
+pointed at LiteLLM: it accumulates calls by index and runs each once, failing on a call that
+does not parse or match its schema. A second LiteLLM without the guardrail shows what the same
+cut call does without it. LiteLLM takes seconds to start: the ``slow`` tier.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+from _toolwire_testdata import load_stream
+from e2e.loopback import sse_events
+from e2e.server import chat_chunk, sse, text_reply, tool_calls_reply
+from heal.client import GOOD_WRITE, SDK_ON_TRIO_LEAK, Tools, read_stream, request
+from heal.upstream import HealUpstream, Reply, completion, running_upstream
+
+from .litellm_proxy import MASTER_KEY, MODEL, LiteLLM, config_yaml, litellm_or_skip, running_litellm
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.filterwarnings(SDK_ON_TRIO_LEAK)]
+
+#: The real llama-cpp-python recording of a ``write`` call cut mid-string at ``max_tokens=24``.
+CUT = "llama-cpp-python/write_max_tokens_24_cut_mid_string.real.sse"
+CUT_ARGUMENTS = '{"path": "notes.txt", "content": "hel'
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[HealUpstream]:
+    litellm_or_skip()
+    with running_upstream() as scripted:
+        yield scripted
+
+
+@pytest.fixture(scope="module")
+def guarded(upstream: HealUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiteLLM]:
+    directory = tmp_path_factory.mktemp("litellm-guarded")
+    with running_litellm(config_yaml(upstream.base_url, guardrail=True), directory) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="module")
+def bare(upstream: HealUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiteLLM]:
+    directory = tmp_path_factory.mktemp("litellm-bare")
+    with running_litellm(config_yaml(upstream.base_url, guardrail=False), directory) as proxy:
+        yield proxy
+
+
+@pytest.fixture(autouse=True)
+def _fresh_script(upstream: HealUpstream) -> None:
+    upstream.replies.clear()
+    upstream.requests.clear()
+    upstream.raw_bodies.clear()
+    upstream.headers.clear()
+    upstream.paths.clear()
+    upstream.refused.clear()
+
+
+def _client(base_url: str) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=base_url, api_key=MASTER_KEY, max_retries=0, timeout=30)
+
+
+def _cut_then_good() -> tuple[Reply, Reply]:
+    return Reply(load_stream(CUT)), Reply(tool_calls_reply(("call_ok", "write", GOOD_WRITE)))
+
+
+# -- a cut call is healed ----------------------------------------------------------------------
+
+
+async def test_a_streamed_cut_call_is_healed_and_the_agent_runs_one_good_call(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    upstream.script(*_cut_then_good())
+    tools = Tools()
+    async with _client(guarded.base_url) as client:
+        stream = await client.chat.completions.create(**request(model=MODEL))
+        received = await read_stream(stream)
+    tools.run(received.calls)
+    assert tools.ran == [("write", "call_ok", json.loads(GOOD_WRITE))]
+    assert received.calls[0]["arguments"] == GOOD_WRITE  # byte for byte
+    assert received.finish_reason == "tool_calls"
+    assert received.usage is None  # the client did not ask for it
+    assert len(upstream.requests) == 2  # the cut call was asked for again, through the router
+    assert upstream.requests[0]["stream_options"] == {"include_usage": True}
+    retry = upstream.requests[1]["messages"]
+    assert retry[-2]["tool_calls"][0]["function"]["arguments"] == "{}"  # replayed safely
+    assert "before the call was complete" in retry[-1]["content"]  # toolwire's true message
+    assert upstream.refused == []
+
+
+async def test_without_the_guardrail_the_same_cut_call_reaches_the_agent_broken(
+    anyio_backend: str, upstream: HealUpstream, bare: LiteLLM
+) -> None:
+    upstream.script(Reply(load_stream(CUT)))
+    async with _client(bare.base_url) as client:
+        received = await read_stream(await client.chat.completions.create(**request(model=MODEL)))
+    with pytest.raises(json.JSONDecodeError):
+        Tools().run(received.calls)
+    assert len(upstream.requests) == 1
+
+
+async def test_a_non_streamed_cut_call_is_healed_with_usage_summed(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    upstream.script(
+        Reply(
+            completion(
+                ("call_cut", "write", CUT_ARGUMENTS),
+                finish_reason="length",
+                usage={"prompt_tokens": 30, "completion_tokens": 24, "total_tokens": 54},
+            )
+        ),
+        Reply(
+            completion(
+                ("call_ok", "write", GOOD_WRITE),
+                usage={"prompt_tokens": 60, "completion_tokens": 20, "total_tokens": 80},
+            )
+        ),
+    )
+    async with _client(guarded.base_url) as client:
+        reply = await client.chat.completions.create(**request(model=MODEL, stream=False))
+    (call,) = reply.choices[0].message.tool_calls or []
+    assert (call.id, call.function.arguments) == ("call_ok", GOOD_WRITE)
+    assert reply.choices[0].finish_reason == "tool_calls"
+    assert reply.usage is not None
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (90, 44)
+    assert len(upstream.requests) == 2
+
+
+async def test_a_stream_that_drops_after_a_whole_looking_call_is_healed_too(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    # The connection breaks before the finish: LiteLLM raises inside its stream, which toolwire
+    # reads as a drop (the call being written was cut, whatever its text looks like).
+    body = tool_calls_reply(("call_cut", "write", GOOD_WRITE))
+    before_finish = len(sse_events(body)) - 2
+    upstream.script(
+        Reply(body, cut="drop", events=before_finish),
+        Reply(tool_calls_reply(("call_ok", "write", GOOD_WRITE))),
+    )
+    async with _client(guarded.base_url) as client:
+        received = await read_stream(await client.chat.completions.create(**request(model=MODEL)))
+    assert [call["id"] for call in received.calls] == ["call_ok"]
+    assert len(upstream.requests) == 2
+
+
+async def test_streamed_usage_asked_for_is_the_sum_over_the_retries(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    upstream.script(*_cut_then_good())
+    async with _client(guarded.base_url) as client:
+        stream = await client.chat.completions.create(
+            **request(model=MODEL, stream_options={"include_usage": True})
+        )
+        received = await read_stream(stream)
+    assert [call["arguments"] for call in received.calls] == [GOOD_WRITE]
+    assert received.usage is not None
+    assert received.usage.completion_tokens > 0
+
+
+# -- what passes unchanged -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_valid_call_passes_with_its_arguments_unchanged(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM, stream: bool
+) -> None:
+    # Key order and spacing a re-serialization would change: the arguments go out as sent.
+    raw = '{"content":  "hello",\n "path": "notes.txt"}'
+    reply = (
+        Reply(tool_calls_reply(("call_ok", "write", raw)))
+        if stream
+        else Reply(completion(("call_ok", "write", raw)))
+    )
+    upstream.script(reply)
+    async with _client(guarded.base_url) as client:
+        if stream:
+            received = await read_stream(
+                await client.chat.completions.create(**request(model=MODEL))
+            )
+            calls = [(call["id"], call["arguments"]) for call in received.calls]
+            finish = received.finish_reason
+        else:
+            whole = await client.chat.completions.create(**request(model=MODEL, stream=False))
+            calls = [
+                (call.id, call.function.arguments)
+                for call in whole.choices[0].message.tool_calls or []
+            ]
+            finish = whole.choices[0].finish_reason
+    assert calls == [("call_ok", raw)]
+    assert finish == "tool_calls"
+    assert len(upstream.requests) == 1
+
+
+async def test_text_passes_as_it_comes(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    upstream.script(Reply(text_reply("Nothing to write.")))
+    async with _client(guarded.base_url) as client:
+        received = await read_stream(await client.chat.completions.create(**request(model=MODEL)))
+    assert (received.text, received.calls, received.finish_reason) == (
+        "Nothing to write.",
+        [],
+        "stop",
+    )
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_an_upstream_error_passes(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM, stream: bool
+) -> None:
+    upstream.script(
+        Reply(b'{"error": {"message": "the model is overloaded", "type": "server"}}', status=503)
+    )
+    async with _client(guarded.base_url) as client:
+        # LiteLLM sends its request before it answers: the status is the answer, stream or not.
+        with pytest.raises(openai.APIStatusError) as raised:
+            await client.chat.completions.create(**request(model=MODEL, stream=stream))
+    assert raised.value.status_code == 503
+    assert "overloaded" in str(raised.value)
+    assert len(upstream.requests) == 1  # an error the model did not cause is not asked again
+
+
+async def test_an_in_band_error_of_the_server_reaches_the_client_in_its_words(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    opened = chat_chunk({"role": "assistant", "content": ""})
+    crashed = {"error": {"message": "the model crashed", "type": "server_error"}}
+    upstream.script(Reply(sse([opened, chat_chunk({"content": "Hello"}), crashed], done=False)))
+    async with _client(guarded.base_url) as client:
+        stream = await client.chat.completions.create(**request(model=MODEL))
+        with pytest.raises(openai.APIError, match="the model crashed"):
+            await read_stream(stream)
+    assert len(upstream.requests) == 1  # no call was cut: nothing to ask again
+
+
+async def test_a_history_with_a_broken_earlier_call_is_repaired_before_it_goes_up(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    upstream.script(Reply(text_reply("Done.")))
+    messages = [
+        {"role": "user", "content": "Write hello to notes.txt"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_broken",
+                    "type": "function",
+                    "function": {"name": "write", "arguments": CUT_ARGUMENTS},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_broken", "content": "error: not JSON"},
+    ]
+    async with _client(guarded.base_url) as client:
+        received = await read_stream(
+            await client.chat.completions.create(**request(model=MODEL, messages=messages))
+        )
+    assert received.text == "Done."
+    assert upstream.refused == []  # the strict upstream would refuse the broken arguments
+    sent = upstream.requests[0]["messages"][1]["tool_calls"][0]["function"]["arguments"]
+    assert json.loads(sent) == {}
+
+
+def test_the_config_names_the_guardrail_by_module_path(tmp_path: Path) -> None:
+    text = config_yaml("http://127.0.0.1:1/v1", guardrail=True)
+    assert "guardrail: toolwire.gateway.litellm.ToolwireGuardrail" in text
+
+
+# -- when the retries are spent ----------------------------------------------------------------
+
+
+async def test_a_streamed_healing_that_fails_is_the_typed_in_band_error(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    upstream.script(*(Reply(load_stream(CUT)) for _ in range(3)))
+    async with _client(guarded.base_url) as client:
+        stream = await client.chat.completions.create(**request(model=MODEL))
+        with pytest.raises(openai.APIError) as raised:
+            await read_stream(stream)
+    assert "toolwire did not pass on a tool call" in str(raised.value)
+    assert len(upstream.requests) == 3  # the first answer and two retries, no more
+
+
+async def test_a_non_streamed_healing_that_fails_is_a_502_the_sdk_does_not_resend(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    cut = completion(("call_cut", "write", CUT_ARGUMENTS), finish_reason="tool_calls")
+    upstream.script(*(Reply(cut) for _ in range(3)))
+    async with _client(guarded.base_url) as client:
+        with pytest.raises(openai.InternalServerError) as raised:
+            await client.chat.completions.create(**request(model=MODEL, stream=False))
+    assert raised.value.status_code == 502
+    assert raised.value.response.headers.get("x-should-retry") == "false"
+    assert "toolwire did not pass on a tool call" in str(raised.value)
+    assert len(upstream.requests) == 3
+
+
+async def test_a_non_streamed_call_cut_at_the_limit_every_time_ends_in_a_length_finish(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    cut = completion(("call_cut", "write", CUT_ARGUMENTS), finish_reason="length")
+    upstream.script(*(Reply(cut) for _ in range(3)))
+    async with _client(guarded.base_url) as client:
+        reply = await client.chat.completions.create(**request(model=MODEL, stream=False))
+    assert reply.choices[0].finish_reason == "length"
+    assert not reply.choices[0].message.tool_calls  # the cut call never reaches the agent
+    assert len(upstream.requests) == 3
