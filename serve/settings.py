@@ -65,6 +65,9 @@ class ServeSettings(BaseModel):
     otlp_endpoint: str | None = None
     capture_content: bool = False
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
+    #: Server processes on the one socket (``toolwire serve --workers``; ``"auto"``: one per
+    #: core this process may use). The app itself ignores it: each worker is one app.
+    workers: int | Literal["auto"] = 1
 
     @field_validator("upstream", "otlp_endpoint")
     @classmethod
@@ -74,6 +77,13 @@ class ServeSettings(BaseModel):
         if not value.startswith(("http://", "https://")) or "://" == value[-3:]:
             raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
         return value.rstrip("/")
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _worker_count(cls, value: object) -> object:
+        if value == "auto" or (type(value) is int and value >= 1):
+            return value
+        raise ValueError(f'must be a whole number of at least 1, or "auto"; got {value!r}')
 
     @model_validator(mode="after")
     def _one_body_fits_in_flight(self) -> ServeSettings:
