@@ -162,7 +162,7 @@ def run_serve(args: argparse.Namespace) -> int:
         # The drain, then the app's shutdown (telemetry flushed), then a margin.
         stop_timeout=settings.graceful_shutdown_seconds + 30,
     )
-    if isinstance(stopped, int):
+    if not isinstance(stopped, signal.Signals):
         return stopped
     # As one process does (uvicorn re-raises it): the shell sees 130 / 143.
     signal.signal(stopped, signal.SIG_DFL)
@@ -231,15 +231,13 @@ def _serve(
 
 
 def _worker_count(value: str) -> int | Literal["auto"]:
-    """``--workers``: ``auto`` or a whole number (the settings check that it is at least 1)."""
-    if value == "auto":
-        return "auto"
+    """``--workers``, checked as the ``workers`` setting is (an argparse error names the flag)."""
+    from ..serve.settings import worker_count
+
     try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f'must be a whole number of at least 1, or "auto"; got {value!r}'
-        ) from None
+        return worker_count(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _return_large_buffers() -> None:
