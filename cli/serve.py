@@ -4,8 +4,8 @@ The socket is bound here, before the server starts, so ``--port 0`` works and th
 says where the proxy listens names the real port. uvicorn handles SIGINT and SIGTERM: it stops
 accepting, lets in-flight responses finish (``graceful_shutdown_seconds``), closes the upstream
 connections, then ends the process by that same signal (a shell sees 130 or 143), as a
-supervisor expects. With ``--workers N`` the same happens in N processes forked on the one
-socket, kept by :mod:`toolwire.cli.workers`.
+supervisor expects. With ``--workers N`` the same happens in N processes forked to serve the one
+port, kept by :mod:`toolwire.cli.workers`.
 """
 
 from __future__ import annotations
@@ -164,7 +164,8 @@ def run_serve(args: argparse.Namespace) -> int:
     )
     if not isinstance(stopped, signal.Signals):
         return stopped
-    # As one process does (uvicorn re-raises it): the shell sees 130 / 143.
+    # As one process does (uvicorn re-raises it): the shell sees 130 / 143. As PID 1 of a
+    # container the kernel ignores it, and the exit code says the same.
     signal.signal(stopped, signal.SIG_DFL)
     signal.raise_signal(stopped)
     return 128 + stopped

@@ -230,6 +230,7 @@ class _Supervisor:
     def _start(self, index: int) -> _Worker:
         ready_read, ready_write = os.pipe()
         parent = os.getpid()
+        sys.stdout.flush()  # or the worker would write what is buffered again
         sys.stderr.flush()
         # Blocked across the fork, so no signal reaches the parent's handler in the child.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _WATCHED)
@@ -262,7 +263,7 @@ class _Supervisor:
             self._wake_write.close()
             _stop_with(parent)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            self._serve(index, lambda: _announce(ready_write))
+            self._serve(index, _announcer(ready_write))
             code = 0
         except SystemExit as exit:
             code = exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 1
@@ -299,11 +300,23 @@ def _read_nonblocking(fd: int) -> bytes:
         return b""
 
 
-def _announce(ready_write: int) -> None:
-    """Tell the parent, once, that this worker accepts connections."""
-    with contextlib.suppress(OSError):
-        os.write(ready_write, b"1")
-        os.close(ready_write)
+def _announcer(ready_write: int) -> Callable[[], None]:
+    """``ready()``: tell the parent, once, that this worker accepts connections.
+
+    Once only: the pipe is closed after its byte, and its descriptor number is soon another
+    socket's (uvicorn calls its notify callback again every 30 s; a second write and close
+    went to a client's connection, behind asyncio's back).
+    """
+    pending = [ready_write]
+
+    def ready() -> None:
+        if pending:
+            fd = pending.pop()
+            with contextlib.suppress(OSError):
+                os.write(fd, b"1")
+            os.close(fd)
+
+    return ready
 
 
 def _stop_with(parent: int) -> None:  # pragma: no cover (runs in the worker)

@@ -112,6 +112,29 @@ def test_a_worker_still_alive_after_the_stop_timeout_is_killed() -> None:
     assert _left_behind(marker) == []
 
 
+def test_ready_tells_the_parent_once_and_never_touches_the_descriptor_again() -> None:
+    process, marker = _supervised(
+        """
+        import os
+        ready()
+        # The lowest free descriptors: the announcing pipe's, just closed, are reused.
+        read, write = os.pipe()
+        ready()  # uvicorn calls it again every 30 s
+        os.write(write, b"x")
+        print(f"worker {index} read {os.read(read, 8)!r}", flush=True)
+        signal.pause()
+        """
+    )
+    _wait_for_children(process.pid, 2)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=30)
+    assert "worker 0 read b'x'" in out, err
+    assert "worker 1 read b'x'" in out, err
+    assert out.strip().endswith("<Signals.SIGTERM: 15>")
+    assert _left_behind(marker) == []
+
+
 def _wait_for_children(pid: int, count: int) -> None:
     deadline = time.monotonic() + 15
     while len(psutil.Process(pid).children()) < count:
