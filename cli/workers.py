@@ -167,8 +167,8 @@ class _Supervisor:
                 self._on_stop(signal.Signals(signum))
         self._reap()
         if time.monotonic() >= self._kill_at:
-            for worker in self._workers.values():
-                _signal(worker.pid, signal.SIGKILL)
+            self._kill_at = float("inf")  # once; their SIGCHLD wakes the loop
+            self._signal_all(signal.SIGKILL)
 
     def _read_ready(self, worker: _Worker) -> None:
         assert worker.ready_pipe is not None
@@ -265,8 +265,8 @@ class _Supervisor:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             self._serve(index, _announcer(ready_write))
             code = 0
-        except SystemExit as exit:
-            code = exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 1
+        except SystemExit as exiting:
+            code = exiting.code if isinstance(exiting.code, int) else int(exiting.code is not None)
         except BaseException:
             traceback.print_exc()
         finally:
