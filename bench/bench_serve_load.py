@@ -456,6 +456,8 @@ def compare_workers(args: argparse.Namespace) -> int:
             f"{m['proxy_cpu_ms_per_request']:6.2f}ms {m['errors']:6d}"
         )
         print(f"{'':7} per round: {m['requests_per_s']} req/s, {m['chunks_per_s']} chunks/s")
+        if m["errors"]:
+            print(f"{'':7} errors: {m['error_kinds']}")
     return 0 if errors == 0 else 1
 
 
