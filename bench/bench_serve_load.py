@@ -17,6 +17,16 @@ was open (the steady state of 500 concurrent streams, not the burst of opening t
 reports p50 and p99 of both for each proxy, what healing adds, the proxy's peak RSS growth per
 open stream, its CPU time per stream, and errors (a status that is not 200, a stream without
 its call or ``[DONE]``, an exception): the target is zero.
+
+``--workers 1 2`` compares worker counts instead (``toolwire serve --workers N``, healing, or
+bare with ``--no-heal``): throughput, not latency. Each round runs ``--streams`` clients for
+``--duration`` seconds, each sending its next request as soon as its last stream ended, on
+kept-alive connections, against one proxy; rounds alternate between the proxies. It reports
+requests/s and text chunks/s (``--pause 0``: the upstream sends as fast as it can; ``--chunks
+0`` measures requests, ``--chunks 200`` chunks), and the CPU each process took: the proxy's
+workers one by one (how evenly they shared the work), the upstream, the client.
+``--load-cpus 1`` pins the client and the upstream to CPU 1 (``taskset``) and ``--proxy-cpus``
+the proxies, to give the load generator its own core budget as far as the machine allows.
 """
 
 from __future__ import annotations
@@ -82,11 +92,19 @@ def _wait_http(url: str, deadline: float) -> None:
     raise RuntimeError(f"{url} never answered")
 
 
-def start_upstream(app: str = "load_upstream:app") -> tuple[subprocess.Popen[bytes], str]:
+def _pinned(cpus: str | None) -> list[str]:
+    """The command prefix that runs a process on ``cpus`` (``taskset``'s list), if any."""
+    return ["taskset", "-c", cpus] if cpus else []
+
+
+def start_upstream(
+    app: str = "load_upstream:app", cpus: str | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     """Run the fake upstream ``app`` (a module of this folder) on uvicorn; its ``/v1`` URL."""
     port = _free_port()
     process = subprocess.Popen(
         [
+            *_pinned(cpus),
             sys.executable,
             "-m",
             "uvicorn",
@@ -108,9 +126,12 @@ def start_upstream(app: str = "load_upstream:app") -> tuple[subprocess.Popen[byt
     return process, f"http://127.0.0.1:{port}/v1"
 
 
-def start_proxy(upstream: str, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_proxy(
+    upstream: str, *extra: str, cpus: str | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     process = subprocess.Popen(
         [
+            *_pinned(cpus),
             sys.executable,
             "-m",
             "toolwire.cli",
@@ -250,6 +271,205 @@ def summary(rounds: list[Round], streams: int) -> dict[str, Any]:
     return out
 
 
+# -- worker counts: throughput -----------------------------------------------------------------
+
+
+@dataclass
+class Throughput:
+    """One round of ``--workers``: what was served in it and the CPU each process took."""
+
+    workers: int
+    seconds: float = 0.0
+    requests: int = 0
+    chunks: int = 0
+    errors: list[str] = field(default_factory=list)
+    #: CPU seconds of each worker process of the proxy (its parent's, tiny, not included).
+    worker_cpu: list[float] = field(default_factory=list)
+    upstream_cpu: float = 0.0
+    client_cpu: float = 0.0
+
+    @property
+    def proxy_cpu(self) -> float:
+        return sum(self.worker_cpu)
+
+
+def _cpu_seconds(process: psutil.Process) -> float:
+    try:
+        times = process.cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return float(times.user + times.system)
+
+
+def _workers_of(pid: int) -> list[psutil.Process]:
+    """The processes that serve: the workers, or the one process of ``--workers 1``."""
+    parent = psutil.Process(pid)
+    return parent.children() or [parent]
+
+
+async def _stream_loop(
+    client: httpx.AsyncClient, url: str, until: float, result: Throughput | None
+) -> None:
+    """Send a request as soon as the last one ended, until ``until`` (``None``: one, uncounted)."""
+    while True:
+        try:
+            async with client.stream("POST", url, json=REQUEST) as response:
+                body = await response.aread()
+            if response.status_code != 200:
+                error = f"HTTP {response.status_code}"
+            elif b"[DONE]" not in body or b'"call_load"' not in body:
+                error = "incomplete stream"
+            else:
+                error = None
+        except Exception as failure:  # every failure is counted, none stops the round
+            error = f"{type(failure).__name__}: {failure}"
+        if result is None:
+            return
+        if error is None:
+            result.requests += 1
+            result.chunks += len(_STAMP.findall(body))
+        else:
+            result.errors.append(error)
+        if time.perf_counter() >= until:
+            return
+
+
+async def run_throughput_round(
+    workers: int, base: str, pid: int, upstream_pid: int, streams: int, duration: float
+) -> Throughput:
+    result = Throughput(workers)
+    serving = _workers_of(pid)
+    upstream, client_process = psutil.Process(upstream_pid), psutil.Process()
+    url = f"{base}/chat/completions"
+    limits = httpx.Limits(max_connections=streams, max_keepalive_connections=streams)
+    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(60.0)) as client:
+        # One request per client first, uncounted: every connection is open and kept alive
+        # before the clock starts (how they spread over the workers is the kernel's doing).
+        async with anyio.create_task_group() as group:
+            for _ in range(streams):
+                group.start_soon(_stream_loop, client, url, 0.0, None)
+        cpu_before = [_cpu_seconds(p) for p in (*serving, upstream, client_process)]
+        started = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            for _ in range(streams):
+                group.start_soon(_stream_loop, client, url, started + duration, result)
+        result.seconds = time.perf_counter() - started
+        cpu = [
+            _cpu_seconds(p) - before
+            for p, before in zip((*serving, upstream, client_process), cpu_before, strict=True)
+        ]
+    result.worker_cpu = cpu[: len(serving)]
+    result.upstream_cpu, result.client_cpu = cpu[-2:]
+    return result
+
+
+def throughput_summary(rounds: list[Throughput], streams: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"streams": streams, "load_average": os.getloadavg()}
+    for count in sorted({r.workers for r in rounds}):
+        mine = [r for r in rounds if r.workers == count]
+        seconds = sum(r.seconds for r in mine)
+        requests = sum(r.requests for r in mine)
+        out[f"workers_{count}"] = {
+            "rounds": len(mine),
+            "requests_per_s": [round(r.requests / r.seconds, 1) for r in mine],
+            "chunks_per_s": [round(r.chunks / r.seconds) for r in mine],
+            "requests_per_s_all": requests / seconds,
+            "chunks_per_s_all": sum(r.chunks for r in mine) / seconds,
+            # Cores busy on average over the rounds: each worker, the upstream, the client.
+            "worker_cores": [
+                round(sum(r.worker_cpu[i] for r in mine) / seconds, 2) for i in range(count)
+            ],
+            "upstream_cores": round(sum(r.upstream_cpu for r in mine) / seconds, 2),
+            "client_cores": round(sum(r.client_cpu for r in mine) / seconds, 2),
+            "proxy_cpu_ms_per_request": sum(r.proxy_cpu for r in mine) / max(requests, 1) * 1e3,
+            "errors": sum(len(r.errors) for r in mine),
+            "error_kinds": sorted({e for r in mine for e in r.errors})[:5],
+        }
+    counts = sorted({r.workers for r in rounds})
+    first = out[f"workers_{counts[0]}"]
+    for count in counts[1:]:
+        mine = out[f"workers_{count}"]
+        for metric in ("requests_per_s_all", "chunks_per_s_all"):
+            if first[metric]:
+                mine[f"{metric.removesuffix('_all')}_ratio"] = mine[metric] / first[metric]
+    return out
+
+
+def compare_workers(args: argparse.Namespace) -> int:
+    """``--workers``: the same load on each worker count, rounds alternated in one run."""
+    if args.load_cpus:
+        os.sched_setaffinity(0, _cpu_list(args.load_cpus))  # the client
+    upstream, upstream_url = start_upstream(cpus=args.load_cpus)
+    heal = ["--no-heal"] if args.no_heal else []
+    proxies = {
+        count: start_proxy(upstream_url, *heal, "--workers", str(count), cpus=args.proxy_cpus)
+        for count in args.workers
+    }
+    rounds: list[Throughput] = []
+    try:
+        for _ in range(args.rounds):
+            for count, (process, url) in proxies.items():
+                rounds.append(
+                    anyio.run(
+                        run_throughput_round,
+                        count,
+                        url,
+                        process.pid,
+                        upstream.pid,
+                        args.streams,
+                        args.duration,
+                    )
+                )
+                time.sleep(0.5)
+    finally:
+        for process in (*(p for p, _ in proxies.values()), upstream):
+            process.send_signal(signal.SIGTERM)
+        for process in (*(p for p, _ in proxies.values()), upstream):
+            try:
+                process.wait(40)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    result = throughput_summary(rounds, args.streams)
+    errors = sum(result[f"workers_{count}"]["errors"] for count in args.workers)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0 if errors == 0 else 1
+    print(
+        f"{args.streams} clients back to back, {args.duration:.0f} s rounds, {args.rounds} per "
+        f"worker count, streams of {args.chunks} text chunks {args.pause * 1e3:.0f} ms apart, "
+        f"{'bare' if args.no_heal else 'healing'}, proxy cpus {args.proxy_cpus or 'any'}, "
+        f"load cpus {args.load_cpus or 'any'}, load average {result['load_average']}"
+    )
+    print(
+        f"{'workers':>7} {'req/s':>8} {'chunks/s':>9} {'ratio':>11} {'worker cores':>14} "
+        f"{'upstream':>8} {'client':>7} {'CPU/req':>8} {'errors':>6}"
+    )
+    for count in args.workers:
+        m = result[f"workers_{count}"]
+        ratio = "/".join(
+            f"{m[key]:.2f}" for key in ("requests_per_s_ratio", "chunks_per_s_ratio") if key in m
+        )
+        print(
+            f"{count:7d} {m['requests_per_s_all']:8.1f} {m['chunks_per_s_all']:9.0f} "
+            f"{ratio:>11} {' '.join(map(str, m['worker_cores'])):>14} "
+            f"{m['upstream_cores']:8.2f} {m['client_cores']:7.2f} "
+            f"{m['proxy_cpu_ms_per_request']:6.2f}ms {m['errors']:6d}"
+        )
+        print(f"{'':7} per round: {m['requests_per_s']} req/s, {m['chunks_per_s']} chunks/s")
+        if m["errors"]:
+            print(f"{'':7} errors: {m['error_kinds']}")
+    return 0 if errors == 0 else 1
+
+
+def _cpu_list(cpus: str) -> set[int]:
+    """``taskset``'s list (``1``, ``0,1``, ``0-1``) as a set of CPU numbers."""
+    chosen: set[int] = set()
+    for part in cpus.split(","):
+        first, _, last = part.partition("-")
+        chosen.update(range(int(first), int(last or first) + 1))
+    return chosen
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, default=500)
@@ -257,9 +477,21 @@ def main() -> int:
     parser.add_argument("--pause", type=float, default=0.05, help="seconds between chunks")
     parser.add_argument("--chunks", type=int, default=40, help="text chunks per stream")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        help="compare these worker counts' throughput (healing) instead of bare and healing",
+    )
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per --workers round")
+    parser.add_argument("--no-heal", action="store_true", help="--workers: bare proxies")
+    parser.add_argument("--load-cpus", help="taskset CPU list for the client and the upstream")
+    parser.add_argument("--proxy-cpus", help="taskset CPU list for the proxies")
     args = parser.parse_args()
     os.environ["LOAD_PAUSE"] = str(args.pause)
     os.environ["LOAD_CHUNKS"] = str(args.chunks)
+    if args.workers:
+        return compare_workers(args)
     upstream, upstream_url = start_upstream()
     bare, bare_url = start_proxy(upstream_url, "--no-heal")
     heal, heal_url = start_proxy(upstream_url)

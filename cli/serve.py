@@ -4,7 +4,8 @@ The socket is bound here, before the server starts, so ``--port 0`` works and th
 says where the proxy listens names the real port. uvicorn handles SIGINT and SIGTERM: it stops
 accepting, lets in-flight responses finish (``graceful_shutdown_seconds``), closes the upstream
 connections, then ends the process by that same signal (a shell sees 130 or 143), as a
-supervisor expects.
+supervisor expects. With ``--workers N`` the same happens in N processes forked to serve the one
+port, kept by :mod:`toolwire.cli.workers`.
 """
 
 from __future__ import annotations
@@ -12,10 +13,19 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
+import os
+import signal
 import socket
 import sys
+import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..core.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from ..serve.settings import ServeSettings
 
 __all__ = ["add_serve_parser"]
 
@@ -24,15 +34,20 @@ examples:
   toolwire serve --upstream http://127.0.0.1:8080/v1 --provider llama-cpp
   toolwire serve --upstream https://api.openai.com/v1 --port 8000 --max-retries 2
   toolwire serve --config serve.toml --no-heal        # a bare pass-through proxy
+  toolwire serve --upstream http://vllm:8000/v1 --workers auto   # one process per core
   then point any client at it: OPENAI_BASE_URL=http://127.0.0.1:8000/v1
 
 exit codes:
   130/143  stopped by Ctrl-C / SIGTERM, after in-flight responses finished
-  1    the server could not start (the port is taken, uvicorn is not installed)
+  1    the server could not start (the port is taken, uvicorn is not installed, a worker
+       exited before it was serving)
   2    usage error (a bad option or --config value)
 """
 
 
+#: Whether the kernel spreads connections over sockets sharing a port (Linux's SO_REUSEPORT;
+#: the BSDs' and macOS's give them all to one).
+_KERNEL_BALANCES = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
 #: glibc's ``mallopt`` parameter number (``malloc.h``).
 _M_MMAP_THRESHOLD = -3
 
@@ -62,11 +77,17 @@ def add_serve_parser(commands: Any) -> None:
     )
     parser.add_argument("--otlp-endpoint", help="an OTLP/HTTP collector for spans and metrics")
     parser.add_argument("--log-level", help="uvicorn's log level (default info)")
+    parser.add_argument(
+        "--workers",
+        type=_worker_count,
+        metavar="N|auto",
+        help="server processes on the one port (default 1; auto: one per available core)",
+    )
     parser.set_defaults(handler=run_serve)
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    """Check the settings, bind the socket, serve until stopped."""
+    """Check the settings, bind the socket, serve until stopped (in ``--workers`` processes)."""
     from ..serve.settings import load_settings
 
     settings = load_settings(
@@ -80,25 +101,103 @@ def run_serve(args: argparse.Namespace) -> int:
         heal=False if args.no_heal else None,
         otlp_endpoint=args.otlp_endpoint,
         log_level=args.log_level,
+        workers=args.workers,
     )
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401 (the [serve] extra; each worker imports it again, cached)
     except ImportError:
         sys.stderr.write("toolwire: serve needs uvicorn: pip install 'toolwire[serve]'\n")
         return 1
-    from ..serve.app import create_app
-    from ..serve.telemetry import otlp_endpoint, otlp_providers
+    from ..serve.telemetry import check_otlp_sdk, otlp_endpoint
+    from .workers import available_cores, supervise
 
     endpoint = otlp_endpoint(settings.otlp_endpoint)
-    providers = otlp_providers(endpoint) if endpoint else None
+    if endpoint:
+        check_otlp_sdk(endpoint)
+    workers = available_cores() if settings.workers == "auto" else settings.workers
+    if workers > 1 and not hasattr(os, "fork"):
+        raise ConfigurationError("--workers above 1 needs os.fork (Linux, macOS, the BSDs)")
+    # Linux spreads the connections of one port over the sockets bound to it with SO_REUSEPORT
+    # evenly (cli/workers.py says why each worker has its own); elsewhere they share one.
+    own_sockets = workers > 1 and _KERNEL_BALANCES
     try:
-        listening = _listening_socket(settings.host, settings.port)
+        bound = _bound_socket(settings.host, settings.port, reuse_port=own_sockets)
+        if not own_sockets:
+            bound.listen()
     except OSError as error:
         sys.stderr.write(
             f"toolwire: cannot listen on {settings.host}:{settings.port}: "
             f"{error.strerror or error}\n"
         )
         return 1
+    host, port = bound.getsockname()[:2]
+    mode = "healing" if settings.heal else "passing through (no healing)"
+    sys.stderr.write(
+        f"toolwire serve: {mode} {_without_password(settings.upstream)} at http://{host}:{port}/v1"
+        + (f"; {workers} workers" if workers > 1 else "")
+        + (f"; telemetry to {endpoint}" if endpoint else "")
+        + "\n"
+    )
+    sys.stderr.flush()
+    _return_large_buffers()
+    if workers == 1:
+        try:
+            _serve(settings, endpoint, bound, 0, None)
+        finally:
+            bound.close()
+        return 0
+
+    def worker_socket() -> socket.socket:
+        if not own_sockets:
+            return bound
+        bound.close()  # the parent's, which holds the port for the workers started again
+        own = _bound_socket(host, port, reuse_port=True)
+        own.listen()
+        return own
+
+    stopped = supervise(
+        workers,
+        bound,
+        lambda index, ready: _serve(settings, endpoint, worker_socket(), index, ready),
+        # The drain, then the app's shutdown (telemetry flushed), then a margin.
+        stop_timeout=settings.graceful_shutdown_seconds + 30,
+    )
+    if not isinstance(stopped, signal.Signals):
+        return stopped
+    # As one process does (uvicorn re-raises it): the shell sees 130 / 143. As PID 1 of a
+    # container the kernel ignores it, and the exit code says the same.
+    signal.signal(stopped, signal.SIG_DFL)
+    signal.raise_signal(stopped)
+    return 128 + stopped
+
+
+def _serve(
+    settings: ServeSettings,
+    endpoint: str | None,
+    listening: socket.socket,
+    worker: int,
+    ready: Callable[[], None] | None,
+) -> None:
+    """Serve on ``listening`` until stopped: the one process, or one worker after the fork.
+
+    Everything that must not cross a fork is made here: the app (its upstream connections) and
+    the telemetry providers (their export threads), named after this worker.
+    """
+    import uvicorn
+
+    from ..serve.app import create_app
+    from ..serve.telemetry import otlp_providers
+
+    providers = None
+    if endpoint:
+        providers = otlp_providers(
+            endpoint,
+            attributes={
+                "service.instance.id": str(uuid.uuid4()),
+                "toolwire.worker": worker,
+                "process.pid": os.getpid(),
+            },
+        )
     # The providers are flushed at the app's shutdown, before uvicorn ends the process by the
     # signal that stopped it (nothing after ``run`` would run then).
     app = create_app(
@@ -107,14 +206,12 @@ def run_serve(args: argparse.Namespace) -> int:
         meter_provider=providers[1] if providers else None,
         on_shutdown=providers[2] if providers else None,
     )
-    host, port = listening.getsockname()[:2]
-    mode = "healing" if settings.heal else "passing through (no healing)"
-    sys.stderr.write(
-        f"toolwire serve: {mode} {_without_password(settings.upstream)} at http://{host}:{port}/v1"
-        + (f"; telemetry to {endpoint}" if endpoint else "")
-        + "\n"
-    )
-    sys.stderr.flush()
+
+    async def started() -> None:
+        # uvicorn calls it on its first tick once serving, then every ``timeout_notify``.
+        if ready is not None:
+            ready()
+
     config = uvicorn.Config(
         app,
         log_level=settings.log_level,
@@ -122,6 +219,7 @@ def run_serve(args: argparse.Namespace) -> int:
         lifespan="on",
         access_log=False,
         server_header=False,
+        callback_notify=started if ready is not None else None,
     )
     # Everything alive now lives as long as the process: moved out of the collector's reach, a
     # full collection triggered by a large request's objects walks only theirs. Without it,
@@ -130,12 +228,17 @@ def run_serve(args: argparse.Namespace) -> int:
     # leaves this to its host.
     gc.collect()
     gc.freeze()
-    _return_large_buffers()
+    uvicorn.Server(config).run(sockets=[listening])
+
+
+def _worker_count(value: str) -> int | Literal["auto"]:
+    """``--workers``, checked as the ``workers`` setting is (an argparse error names the flag)."""
+    from ..serve.settings import worker_count
+
     try:
-        uvicorn.Server(config).run(sockets=[listening])
-    finally:
-        listening.close()
-    return 0
+        return worker_count(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _return_large_buffers() -> None:
@@ -153,8 +256,8 @@ def _return_large_buffers() -> None:
     libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
 
 
-def _listening_socket(host: str, port: int) -> socket.socket:
-    """A bound, listening TCP socket whose accepted connections send without delay.
+def _bound_socket(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
+    """A bound TCP socket whose accepted connections, once it listens, send without delay.
 
     Every response is written in at least two sends (uvicorn writes the head, then the body).
     Without ``TCP_NODELAY`` on the accepted socket, Nagle's algorithm holds the second until
@@ -162,13 +265,22 @@ def _listening_socket(host: str, port: int) -> socket.socket:
     acknowledgement by ~40 ms: every request waited 44 ms more than direct (issue 20).
     asyncio sets ``TCP_NODELAY`` on an accepted socket only when its ``proto`` is
     ``IPPROTO_TCP``, and accepted sockets copy the listener's, which ``socket.create_server``
-    leaves at 0: so the listener is re-wrapped with the protocol named (any asyncio loop, any
-    OS), and carries ``TCP_NODELAY`` itself, which Linux and the BSDs copy to what it accepts.
+    leaves at 0: so the socket is made with the protocol named (any asyncio loop, any OS), and
+    carries ``TCP_NODELAY`` itself, which Linux and the BSDs copy to what it accepts. Every
+    worker's socket is made here, so every worker's connections have it.
     """
-    bound = socket.create_server((host, port), reuse_port=False)
-    listening = socket.socket(bound.family, bound.type, socket.IPPROTO_TCP, fileno=bound.detach())
-    listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return listening
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        if os.name != "nt":  # as socket.create_server: restart without waiting for TIME_WAIT
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _without_password(url: str) -> str:

@@ -8,6 +8,7 @@ it, not a failure on the first request.
 
 from __future__ import annotations
 
+import contextlib
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ..adapters.registry import chat_provider_names
 from ..core.errors import ConfigurationError
 
-__all__ = ["ServeSettings", "load_settings"]
+__all__ = ["ServeSettings", "load_settings", "worker_count"]
 
 
 class ServeSettings(BaseModel):
@@ -65,6 +66,9 @@ class ServeSettings(BaseModel):
     otlp_endpoint: str | None = None
     capture_content: bool = False
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
+    #: Server processes on the one socket (``toolwire serve --workers``; ``"auto"``: one per
+    #: core this process may use). The app itself ignores it: each worker is one app.
+    workers: int | Literal["auto"] = 1
 
     @field_validator("upstream", "otlp_endpoint")
     @classmethod
@@ -74,6 +78,11 @@ class ServeSettings(BaseModel):
         if not value.startswith(("http://", "https://")) or "://" == value[-3:]:
             raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
         return value.rstrip("/")
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _worker_count(cls, value: object) -> int | Literal["auto"]:
+        return worker_count(value)
 
     @model_validator(mode="after")
     def _one_body_fits_in_flight(self) -> ServeSettings:
@@ -91,6 +100,16 @@ class ServeSettings(BaseModel):
         if value not in names:
             raise ValueError(f"must be a Chat Completions provider name ({', '.join(names)})")
         return value
+
+
+def worker_count(value: object) -> int | Literal["auto"]:
+    """``workers``: ``"auto"``, or a whole number of at least 1 (or its digits, from a flag)."""
+    if isinstance(value, str) and value != "auto":
+        with contextlib.suppress(ValueError):
+            value = int(value)
+    if value == "auto" or (type(value) is int and value >= 1):
+        return value
+    raise ValueError(f'must be a whole number of at least 1, or "auto"; got {value!r}')
 
 
 def load_settings(config: Path | None = None, **overrides: Any) -> ServeSettings:

@@ -4,10 +4,16 @@
 reads the line that says where it listens, and stops it (SIGTERM, then SIGKILL) on the way out.
 Everything the process wrote to stderr is kept in :attr:`Proxy.log`, to assert what it never
 logs (an Authorization header).
+
+With ``--workers``, :func:`one_connection_per_worker` opens kept-alive connections until each
+worker holds one; which worker holds a connection is read from the outside (the process that
+holds the other end of the client's socket), never from something the proxy says.
 """
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import re
 import signal
@@ -19,6 +25,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import psutil
+from heal.client import request
+
+#: New connections :func:`one_connection_per_worker` may open (the kernel hashes each to a
+#: worker: all 64 on one of two workers has odds of 2**-63).
+TRIES = 64
 _LISTENING = re.compile(r"toolwire serve: .* at (http://[^ ;]+/v1)")
 
 
@@ -116,3 +128,67 @@ def _wait_until_serving(root: str, deadline: float) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("toolwire serve never answered /healthz")
         time.sleep(0.05)
+
+
+# -- --workers ---------------------------------------------------------------------------------
+
+
+def workers_of(proxy: Proxy) -> list[psutil.Process]:
+    """The worker processes of a proxy started with ``--workers``."""
+    return psutil.Process(proxy.process.pid).children()
+
+
+def worker_of(connection: http.client.HTTPConnection, workers: list[psutil.Process]) -> int:
+    """The pid of the worker holding the other end of ``connection``."""
+    assert connection.sock is not None
+    port = connection.sock.getsockname()[1]
+    for worker in workers:
+        for held in worker.net_connections(kind="tcp"):
+            if held.raddr and held.raddr.port == port:
+                return worker.pid
+    raise AssertionError(f"no worker holds the connection from port {port}")
+
+
+def health(connection: http.client.HTTPConnection) -> dict[str, object]:
+    """``/healthz`` on ``connection``: its JSON answer (it must be a 200)."""
+    connection.request("GET", "/healthz")
+    response = connection.getresponse()
+    assert response.status == 200
+    body: dict[str, object] = json.loads(response.read())
+    return body
+
+
+@contextmanager
+def one_connection_per_worker(proxy: Proxy) -> Iterator[dict[int, http.client.HTTPConnection]]:
+    """A kept-alive connection on each worker, each of which answered ``/healthz`` on it."""
+    host, port = proxy.root.removeprefix("http://").split(":")
+    workers = workers_of(proxy)
+    found: dict[int, http.client.HTTPConnection] = {}
+    opened = []
+    try:
+        for _ in range(TRIES):
+            connection = http.client.HTTPConnection(host, int(port), timeout=20)
+            opened.append(connection)
+            assert health(connection) == {"status": "ok", "healing": True}
+            found.setdefault(worker_of(connection, workers), connection)
+            if len(found) == len(workers):
+                break
+        assert len(found) == len(workers), f"every connection went to {set(found)}"
+        yield found
+    finally:
+        for connection in opened:
+            connection.close()
+
+
+def post_chat(connection: http.client.HTTPConnection, *, stream: bool = True) -> None:
+    """Send one Chat request with tools (its answer is read by :func:`answer`)."""
+    body = json.dumps(request(stream=stream)).encode()
+    connection.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
+
+
+def answer(connection: http.client.HTTPConnection) -> bytes:
+    """The whole body of the answer to the request sent on ``connection`` (it must be a 200)."""
+    response = connection.getresponse()
+    body = response.read()
+    assert response.status == 200, body
+    return body

@@ -16,6 +16,7 @@ the other tests writes head and body in two sends and stalls by itself, direct.
 
 from __future__ import annotations
 
+import http.client
 import socket
 import statistics
 import time
@@ -30,7 +31,7 @@ from heal.client import GOOD_WRITE, request
 from heal.upstream import HealUpstream, Reply, completion
 from heal.upstream import _Handler as _UpstreamHandler
 
-from .proxy import Proxy, running_proxy
+from .proxy import Proxy, answer, one_connection_per_worker, post_chat, running_proxy
 
 pytestmark = pytest.mark.slow
 
@@ -146,3 +147,35 @@ def test_one_heal_costs_little_beyond_its_retrys_own_upstream_time(
     assert heal <= HEAL_LIMIT_MS, medians
     # And all it adds to the two upstream answers it waited for (a stall here adds ~40 ms).
     assert medians["healed"] - 2 * medians["direct"] <= ADDED_LIMIT_MS + HEAL_LIMIT_MS, medians
+
+
+def test_every_worker_answers_a_sequential_client_without_the_stall(
+    upstream: HealUpstream,
+) -> None:
+    # TCP_NODELAY is set on the socket each worker listens on: every worker, not one, must
+    # answer without the stall (a whole JSON body: head and body in two sends).
+    arguments = ("--upstream", upstream.base_url, "--provider", "llama-cpp", "--workers", "2")
+    with (
+        running_proxy(*arguments) as proxy,
+        one_connection_per_worker(proxy) as connections,
+        httpx.Client(timeout=20) as direct,
+    ):
+
+        def direct_one() -> float:
+            upstream.script(_good(False))
+            return _timed(direct, f"{upstream.base_url}/chat/completions", False)[0]
+
+        def through(connection: http.client.HTTPConnection) -> Callable[[], float]:
+            def one() -> float:
+                upstream.script(_good(False))
+                start = time.perf_counter()
+                post_chat(connection, stream=False)
+                assert b"call_ok" in answer(connection)
+                return (time.perf_counter() - start) * 1000
+
+            return one
+
+        timings = {f"worker {pid}": through(c) for pid, c in connections.items()}
+        medians = _medians(upstream, {"direct": direct_one, **timings})
+    for name in timings:
+        assert medians[name] - medians["direct"] <= ADDED_LIMIT_MS, medians

@@ -291,6 +291,10 @@ def test_a_config_file_sets_what_the_flags_do_not(tmp_path: Path, upstream: Heal
         (["--upstream", "http://x/v1", "--max-retries", "-1"], "max_retries"),
         (["--upstream", "http://x/v1", "--provider", "nope"], "provider"),
         ([], "upstream"),
+        (["--upstream", "http://x/v1", "--workers", "0"], "--workers"),
+        (["--upstream", "http://x/v1", "--workers", "-1"], "--workers"),
+        (["--upstream", "http://x/v1", "--workers", "abc"], "--workers"),
+        (["--upstream", "http://x/v1", "--workers", "1.5"], "--workers"),
     ],
 )
 def test_a_bad_setting_is_exit_2_naming_it(arguments: list[str], named: str) -> None:
