@@ -160,7 +160,9 @@ class OpenAIChatMapper(MapperBase):
     def feed_bytes(self, data: bytes) -> list[Event]:
         """Take the next bytes of an SSE body."""
         out: list[Event] = []
-        decode = _decode_lean_chunk if self._info_sent else _decode_chunk
+        append = out.append
+        info_sent = self._info_sent
+        decode = _decode_lean_chunk if info_sent else _decode_chunk
         handle = self._chunk
         state = self._state
         for payload in self._sse.feed(data).payloads:
@@ -172,9 +174,36 @@ class OpenAIChatMapper(MapperBase):
             except msgspec.MsgspecError:
                 self._payload(payload, out)  # the slow path reports the error precisely
                 continue
-            handle(chunk, out, payload)
-            if self._info_sent:
-                decode = _decode_lean_chunk
+            if info_sent:
+                # The hottest path, inline: one piece of text (what ``_chunk`` makes of it).
+                choices = chunk.choices
+                if (
+                    choices is not None
+                    and len(choices) == 1
+                    and chunk.usage is None
+                    and chunk.error is None
+                    and chunk.object != "error"
+                ):
+                    choice = choices[0]
+                    delta = choice.delta
+                    if (
+                        delta is not None
+                        and choice.finish_reason is None
+                        and choice.index == 0
+                        and delta.tool_calls is None
+                        and delta.function_call is None
+                        and delta.reasoning_content is None
+                        and delta.reasoning is None
+                    ):
+                        if delta.content:
+                            append(TextDelta(text=delta.content))
+                        continue
+                handle(chunk, out, payload)
+            else:
+                handle(chunk, out, payload)
+                if self._info_sent:
+                    info_sent = True
+                    decode = _decode_lean_chunk
         return out
 
     def feed_object(self, chunk: object) -> list[Event]:
@@ -241,7 +270,8 @@ class OpenAIChatMapper(MapperBase):
             and chunk.error is None
             and self._info_sent
         ):
-            # The hot path, most chunks of a long call: one argument piece for the latest call.
+            # The hot path, most chunks of a long call: one argument piece for the latest call
+            # (one piece of text is ``feed_bytes``'s, inline).
             choice = choices[0]
             delta = choice.delta
             if choice.finish_reason is None and choice.index == 0 and delta is not None:

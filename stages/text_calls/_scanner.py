@@ -221,6 +221,20 @@ def scan(table: ReaderTable, text: str, state: ScanState, context: ReadContext) 
             token, at = match.group(), match.start()
             if not final and match.end() == length and token in table.extendable:
                 return stop(at)  # the token may still grow into a longer one
+            if token == _TICK:
+                # Inline code (one or two backticks: three would be the fence token), the
+                # commonest token of markdown: stepped over in one go when its end is here
+                # (what the CODE branch below would do on the next turn of the loop).
+                run = _TICKS.match(text, at)
+                assert run is not None
+                if not final and run.end() == length:
+                    return stop(at)  # a backtick run that may still grow into a fence
+                end = _CODE_END.search(text, run.end())
+                if end is None:
+                    mode, position = CODE, run.end()
+                else:
+                    position = end.end()
+                continue
             if token in (_FENCE, _TICK) or (
                 token.startswith(_FENCE) and not _line_start(text, at, state)
             ):
