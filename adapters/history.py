@@ -193,6 +193,25 @@ class BrokenCall(msgspec.Struct, frozen=True):
     received: object
     ordinal: int
 
+    @classmethod
+    def found(
+        cls,
+        call_id: object,
+        name: object,
+        problem: tuple[ProblemKind, str],
+        received: object,
+        ordinal: int,
+    ) -> BrokenCall:
+        """The broken call as a history wrote it: an id or a name that is no string is ``""``
+        (a result with no id is paired by order)."""
+        return cls(
+            call_id if isinstance(call_id, str) else "",
+            name if isinstance(name, str) else "",
+            *problem,
+            received,
+            ordinal,
+        )
+
 
 def content_text(content: object) -> str | None:
     """A result's content as text (text parts joined), ``None`` when it has none."""
@@ -344,15 +363,9 @@ def fix_function_calls(
     """
     broken: list[BrokenCall] = []
     for ordinal, call, function, problem in list(broken_function_calls(message, problem_of)):
-        call_id, name = call.get("id"), function.get("name")
+        received = function.get("arguments")
         broken.append(
-            BrokenCall(
-                call_id if isinstance(call_id, str) else "",
-                name if isinstance(name, str) else "",
-                *problem,
-                function.get("arguments"),
-                ordinal,
-            )
+            BrokenCall.found(call.get("id"), function.get("name"), problem, received, ordinal)
         )
         function["arguments"] = safe()
     return broken

@@ -28,7 +28,7 @@ import msgspec
 from ..core.wire import HealPlan
 from .history import HistoryFormat
 
-__all__ = ["repaired_history", "unhealed_plan"]
+__all__ = ["planned", "repaired_history", "unhealed_plan"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -62,17 +62,49 @@ def repaired_history(
     return {**body, key: repair.messages}, counts
 
 
-def unhealed_plan(body: dict[str, Any], repaired: dict[str, int]) -> HealPlan | None:
+def planned(
+    body: dict[str, Any],
+    key: str,
+    form: HistoryFormat,
+    broken_calls: Callable[[dict[str, Any]], Iterator[object]],
+    *,
+    heals: bool | Callable[[dict[str, Any]], bool],
+    **fields: Any,
+) -> HealPlan | None:
+    """The plan of a request of a format that sends it upstream as it came (Anthropic,
+    Responses, Gemini, Ollama), but for its history repaired (:func:`repaired_history`).
+
+    ``heals(body)``: whether the response is healed; ``fields`` the rest of its
+    :class:`~toolwire.core.wire.HealPlan` (``streaming``, ``query_params``, ``media_type``).
+    A request not healed is :func:`unhealed_plan`'s.
+    """
+    body, repaired = repaired_history(body, key, form, broken_calls)
+    if not (heals(body) if callable(heals) else heals):
+        return unhealed_plan(body, repaired)
+    return HealPlan(
+        body=body,
+        content=_encode(body) if repaired else None,
+        client_wants_usage=True,
+        repaired=repaired,
+        **fields,
+    )
+
+
+def unhealed_plan(
+    body: dict[str, Any], repaired: dict[str, int], adapted: dict[str, int] | None = None
+) -> HealPlan | None:
     """The plan of a request that is not healed (no tools, or tools toolwire does not write
-    back): ``None``, it goes up as it came, unless its history was repaired; then the
-    repaired ``body`` goes up and its response passes untouched."""
-    if not repaired:
+    back): ``None``, it goes up as it came, unless its history was repaired (or, for Chat,
+    it was ``adapted`` to its server); then the new ``body`` goes up and its response passes
+    untouched."""
+    if not repaired and not adapted:
         return None
     return HealPlan(
         body=body,
         content=_encode(body),
         streaming=body.get("stream") is True,
         client_wants_usage=True,
+        adapted=dict(adapted or {}),
         heal=False,
         repaired=repaired,
     )

@@ -20,7 +20,7 @@ from ...core.turn import Turn
 from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object, named_sse_frame, with_first_parts
-from ..repaired_requests import repaired_history, unhealed_plan
+from ..repaired_requests import planned
 from .blocks import THINKING_BLOCKS
 from .encoder import MESSAGE_STOP, AnthropicEventEncoder
 from .history import AnthropicHistory, broken_calls, wire_id
@@ -58,16 +58,8 @@ class AnthropicWireFormat:
         body = json_object(content)
         if body is None or not isinstance(body.get("messages"), list):
             return None
-        body, repaired = repaired_history(body, "messages", _HISTORY, broken_calls)
-        if not _heals(body):
-            return unhealed_plan(body, repaired)
-        return HealPlan(
-            body=body,
-            content=_encode(body) if repaired else None,
-            streaming=body.get("stream") is True,
-            client_wants_usage=True,
-            repaired=repaired,
-        )
+        streaming = body.get("stream") is True
+        return planned(body, "messages", _HISTORY, broken_calls, heals=_heals, streaming=streaming)
 
     def encoder(self, plan: HealPlan) -> AnthropicEventEncoder:
         """A new encoder (usage always goes out: the API always sends it)."""

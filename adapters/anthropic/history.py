@@ -266,9 +266,8 @@ def _fix_tool_uses(message: dict[str, Any]) -> list[BrokenCall]:
     """Make the input of the assistant ``message``'s broken ``tool_use`` blocks ``{}``."""
     broken: list[BrokenCall] = []
     for block, call_id, problem in list(broken_calls(message)):
-        name = block.get("name")
-        name = name if isinstance(name, str) else ""
-        broken.append(BrokenCall(call_id, name, *problem, block.get("input"), len(broken)))
+        received = block.get("input")
+        broken.append(BrokenCall.found(call_id, block.get("name"), problem, received, len(broken)))
         block["input"] = {}
     return broken
 

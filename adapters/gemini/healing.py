@@ -30,7 +30,7 @@ from ...core.turn import Turn
 from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object, sse_frame
-from ..repaired_requests import repaired_history, unhealed_plan
+from ..repaired_requests import planned
 from .encoder import ArrayMark, GeminiChunkEncoder
 from .history import GeminiHistory, broken_calls
 from .request import CONFIG_KEYS, LIMIT_KEYS
@@ -76,19 +76,17 @@ class GeminiWireFormat:
         body = json_object(content)
         if body is None or not isinstance(body.get("contents"), list):
             return None
-        body, repaired = repaired_history(body, "contents", _HISTORY, broken_calls)
-        if not _heals(body):
-            return unhealed_plan(body, repaired)
-        return HealPlan(
-            body=body,
-            content=_encode(body) if repaired else None,
+        return planned(
+            body,
+            "contents",
+            _HISTORY,
+            broken_calls,
+            heals=_heals,
             streaming=self._streaming,
-            client_wants_usage=True,
             query_params=(("alt", "sse"),) if self._array else (),
             media_type="application/json; charset=UTF-8"
             if self._array
             else "text/event-stream; charset=utf-8",
-            repaired=repaired,
         )
 
     def encoder(self, plan: HealPlan) -> GeminiChunkEncoder:

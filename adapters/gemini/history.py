@@ -206,15 +206,8 @@ def _fix_calls(content: dict[str, Any]) -> list[BrokenCall]:
     without an id has ``""``: its response is paired by order and written with no id)."""
     broken: list[BrokenCall] = []
     for ordinal, call, problem in list(broken_calls(content)):
-        call_id, name = call.get("id"), call.get("name")
         broken.append(
-            BrokenCall(
-                call_id if isinstance(call_id, str) else "",
-                name if isinstance(name, str) else "",
-                *problem,
-                call.get("args"),
-                ordinal,
-            )
+            BrokenCall.found(call.get("id"), call.get("name"), problem, call.get("args"), ordinal)
         )
         call["args"] = {}
     return broken

@@ -17,7 +17,7 @@ from ...core.turn import Turn
 from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object
-from ..repaired_requests import repaired_history, unhealed_plan
+from ..repaired_requests import planned
 from .encoder import OllamaLineEncoder
 from .history import OllamaHistory, broken_calls
 from .request import LIMIT_KEYS, OPTIONS_KEY
@@ -43,17 +43,15 @@ class OllamaWireFormat:
         body = json_object(content)
         if body is None or not isinstance(body.get("messages"), list):
             return None
-        body, repaired = repaired_history(body, "messages", _HISTORY, broken_calls)
         tools = body.get("tools")
-        if not isinstance(tools, list) or not tools:
-            return unhealed_plan(body, repaired)
-        return HealPlan(
-            body=body,
-            content=_encode(body) if repaired else None,
+        return planned(
+            body,
+            "messages",
+            _HISTORY,
+            broken_calls,
+            heals=isinstance(tools, list) and bool(tools),
             streaming=body.get("stream") is not False,
-            client_wants_usage=True,
             media_type="application/x-ndjson",
-            repaired=repaired,
         )
 
     def encoder(self, plan: HealPlan) -> OllamaLineEncoder:

@@ -43,7 +43,7 @@ from ...core.turn import Turn
 from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object, sse_frame
-from ..repaired_requests import repaired_history
+from ..repaired_requests import repaired_history, unhealed_plan
 from . import completion
 from .adapt import adapt_body
 from .encoder import ChatChunkEncoder
@@ -76,17 +76,7 @@ def plan_request(content: bytes, profile: ServerProfile = OPENAI) -> HealPlan | 
     adapted, counts = adapt_body(client, profile, stream=healed)
     body = dict(adapted) if counts else client
     if not healed:
-        if not counts and not repaired:
-            return None
-        return HealPlan(
-            body=body,
-            content=_encode(body),
-            streaming=client.get("stream") is True,
-            client_wants_usage=True,
-            adapted=dict(counts),
-            heal=False,
-            repaired=repaired,
-        )
+        return unhealed_plan(body, repaired, counts)
     options = client.get("stream_options")
     asked_usage = isinstance(options, dict) and options.get("include_usage") is True
     if "stream" in counts:

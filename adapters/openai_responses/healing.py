@@ -25,7 +25,7 @@ import msgspec
 from ...core.turn import Turn
 from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
 from ..encoding import json_object, named_sse_frame, raised_limit, turn_results, with_first_parts
-from ..repaired_requests import repaired_history, unhealed_plan
+from ..repaired_requests import planned
 from .encoder import TERMINALS, WRITTEN, ReasoningPart, ResponsesEventEncoder
 from .history import OpenAIResponsesHistory, broken_calls
 from .request import LIMIT_KEYS
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["RESPONSES", "ResponsesWireFormat", "open_responses_format"]
 
 _decode = msgspec.json.decode
-_encode = msgspec.json.Encoder().encode
 _HISTORY = OpenAIResponsesHistory()
 
 
@@ -66,16 +65,8 @@ class ResponsesWireFormat:
         body = json_object(content)
         if body is None or not isinstance(body.get("input"), str | list):
             return None
-        body, repaired = repaired_history(body, "input", _HISTORY, broken_calls)
-        if not _heals(body):
-            return unhealed_plan(body, repaired)
-        return HealPlan(
-            body=body,
-            content=_encode(body) if repaired else None,
-            streaming=body.get("stream") is True,
-            client_wants_usage=True,
-            repaired=repaired,
-        )
+        streaming = body.get("stream") is True
+        return planned(body, "input", _HISTORY, broken_calls, heals=_heals, streaming=streaming)
 
     def encoder(self, plan: HealPlan) -> ResponsesEventEncoder:
         """A new encoder that echoes ``plan.body``'s parameters."""

@@ -268,7 +268,7 @@ def _fix_call(item: dict[str, Any]) -> list[BrokenCall]:
     found = next(broken_calls(item), None)
     if found is None:
         return []
-    call_id, (kind, detail) = found
-    arguments, name = item.get("arguments"), item.get("name")
+    call_id, problem = found
+    arguments = item.get("arguments")
     item["arguments"] = "{}"
-    return [BrokenCall(call_id, name if isinstance(name, str) else "", kind, detail, arguments, 0)]
+    return [BrokenCall.found(call_id, item.get("name"), problem, arguments, 0)]

@@ -287,3 +287,9 @@ async def assert_repaired_through(
     history.assert_repaired(server.requests[-1])
     assert json.dumps(history.body) == original  # the client's body is not changed
     return response
+
+
+async def assert_repaired_through_proxy(root: str, history: BrokenHistory, server: Any) -> None:
+    """:func:`assert_repaired_through` with a plain client of the proxy at ``root``."""
+    async with httpx.AsyncClient(base_url=root, timeout=20) as http:
+        await assert_repaired_through(http, history, server)

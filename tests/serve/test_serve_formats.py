@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
-import httpx
 import jsonschema
 import openai
 import pytest
@@ -30,7 +29,7 @@ from e2e.anthropic_server import Reply as MessagesReply
 from e2e.anthropic_server import running_server as running_messages_server
 from e2e.openai_responses_server import MODEL, ReplyBuilder, ScriptedResponsesServer
 from e2e.openai_responses_server import running_server as running_responses_server
-from heal.broken_histories import ANTHROPIC, RESPONSES, assert_repaired_through
+from heal.broken_histories import ANTHROPIC, RESPONSES, assert_repaired_through_proxy
 from heal.client import SDK_ON_TRIO_LEAK
 
 from .proxy import Proxy, running_proxy
@@ -236,12 +235,10 @@ async def test_responses_a_cut_call_is_healed_through_the_proxy(
 async def test_anthropic_a_broken_history_is_repaired_through_the_proxy(
     anyio_backend: str, messages_upstream: ScriptedMessagesServer, messages_proxy: Proxy
 ) -> None:
-    async with httpx.AsyncClient(base_url=messages_proxy.root, timeout=20) as http:
-        await assert_repaired_through(http, ANTHROPIC, messages_upstream)
+    await assert_repaired_through_proxy(messages_proxy.root, ANTHROPIC, messages_upstream)
 
 
 async def test_responses_a_broken_history_is_repaired_through_the_proxy(
     anyio_backend: str, responses_upstream: ScriptedResponsesServer, responses_proxy: Proxy
 ) -> None:
-    async with httpx.AsyncClient(base_url=responses_proxy.root, timeout=20) as http:
-        await assert_repaired_through(http, RESPONSES, responses_upstream)
+    await assert_repaired_through_proxy(responses_proxy.root, RESPONSES, responses_upstream)

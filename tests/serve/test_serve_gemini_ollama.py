@@ -35,7 +35,7 @@ from e2e.ollama_server import (
 )
 from google import genai
 from google.genai import errors, types
-from heal.broken_histories import GEMINI, OLLAMA, assert_repaired_through
+from heal.broken_histories import GEMINI, OLLAMA, assert_repaired_through_proxy
 
 from .proxy import Proxy, running_proxy
 
@@ -217,12 +217,10 @@ async def test_only_ollama_s_chat_is_served_and_paths_are_still_refused(
 async def test_gemini_a_broken_history_is_repaired_through_the_proxy(
     anyio_backend: str, gemini: ScriptedGeminiServer, gemini_proxy: Proxy
 ) -> None:
-    async with httpx.AsyncClient(base_url=gemini_proxy.root, timeout=20) as http:
-        await assert_repaired_through(http, GEMINI, gemini)
+    await assert_repaired_through_proxy(gemini_proxy.root, GEMINI, gemini)
 
 
 async def test_ollama_a_broken_history_is_repaired_through_the_proxy(
     anyio_backend: str, ollama_upstream: ScriptedOllama, ollama_proxy: Proxy
 ) -> None:
-    async with httpx.AsyncClient(base_url=ollama_proxy.root, timeout=20) as http:
-        await assert_repaired_through(http, OLLAMA, ollama_upstream)
+    await assert_repaired_through_proxy(ollama_proxy.root, OLLAMA, ollama_upstream)
