@@ -3,9 +3,10 @@
 
 Each history holds two earlier calls a server refuses to read, answered, then a user turn;
 each scripted server of ``tests/e2e`` refuses it as the real one does (the Messages API's
-``tool_use.input: Input should be a valid dictionary``, vLLM's ``Expecting ',' delimiter``
-for Responses arguments, Gemini's ``functionCall.args`` that is no ``Struct``, Ollama's
-``cannot unmarshal string``). The transport and the proxy share this table.
+``tool_use.input: Input should be a valid dictionary``; Responses arguments that are no JSON
+object, which vLLM refuses with ``json.loads``'s ``Expecting ',' delimiter``; Gemini's
+``functionCall.args`` that is no ``Struct``; Ollama's ``cannot unmarshal string``). The
+transport and the proxy share this table.
 """
 
 from __future__ import annotations
