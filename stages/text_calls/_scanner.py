@@ -32,6 +32,9 @@ _FENCE, _TICK, _THINK, _THINK_END = "```", "`", "<think>", "</think>"
 _FENCE_CLOSE = re.compile(r"\n[ \t]*```")
 _CODE_END = re.compile(r"`+|\n")
 _TICKS = re.compile(r"`+")
+#: Inline code whose end is in the text: its backtick run (one or two), then up to the next
+#: run of backticks or the line's end (``_CODE_END``).
+_INLINE_CODE = re.compile(r"``?+[^`\n]*+(?:`+|\n)")
 
 
 class ScanState(msgspec.Struct, frozen=True, gc=False):
@@ -223,18 +226,12 @@ def scan(table: ReaderTable, text: str, state: ScanState, context: ReadContext) 
                 return stop(at)  # the token may still grow into a longer one
             if token == _TICK:
                 # Inline code (one or two backticks: three would be the fence token), the
-                # commonest token of markdown: stepped over in one go when its end is here
-                # (what the CODE branch below would do on the next turn of the loop).
-                run = _TICKS.match(text, at)
-                assert run is not None
-                if not final and run.end() == length:
-                    return stop(at)  # a backtick run that may still grow into a fence
-                end = _CODE_END.search(text, run.end())
-                if end is None:
-                    mode, position = CODE, run.end()
-                else:
-                    position = end.end()
-                continue
+                # commonest token of markdown: stepped over in one match when its end is here,
+                # as the branch below and the CODE branch would on two turns of the loop.
+                code = _INLINE_CODE.match(text, at)
+                if code is not None:
+                    position = code.end()
+                    continue
             if token in (_FENCE, _TICK) or (
                 token.startswith(_FENCE) and not _line_start(text, at, state)
             ):
