@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -43,6 +43,7 @@ __all__ = [
     "ProblemKind",
     "arguments_object_problem",
     "arguments_text_problem",
+    "broken_function_calls",
     "content_text",
     "fix_function_calls",
     "repair_one_result_per_message",
@@ -192,6 +193,25 @@ class BrokenCall(msgspec.Struct, frozen=True):
     received: object
     ordinal: int
 
+    @classmethod
+    def found(
+        cls,
+        call_id: object,
+        name: object,
+        problem: tuple[ProblemKind, str],
+        received: object,
+        ordinal: int,
+    ) -> BrokenCall:
+        """The broken call as a history wrote it: an id or a name that is no string is ``""``
+        (a result with no id is paired by order)."""
+        return cls(
+            call_id if isinstance(call_id, str) else "",
+            name if isinstance(name, str) else "",
+            *problem,
+            received,
+            ordinal,
+        )
+
 
 def content_text(content: object) -> str | None:
     """A result's content as text (text parts joined), ``None`` when it has none."""
@@ -310,6 +330,27 @@ def repair_results_in_next_message(
     return HistoryRepair(out, tuple(changes))
 
 
+def broken_function_calls(
+    message: Mapping[str, Any],
+    problem_of: Callable[[Mapping[str, Any]], tuple[ProblemKind, str] | None],
+) -> Iterator[tuple[int, dict[str, Any], dict[str, Any], tuple[ProblemKind, str]]]:
+    """The calls of an assistant ``message`` with ``tool_calls[].function`` (Chat, Ollama)
+    whose function ``problem_of`` finds broken: (ordinal, call, function, problem). Reads only:
+    a request whose history yields none goes upstream as it came."""
+    if message.get("role") != "assistant":
+        return
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list):
+        return
+    for ordinal, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        problem = problem_of(function)
+        if problem is not None:
+            yield ordinal, call, function, problem
+
+
 def fix_function_calls(
     message: dict[str, Any],
     problem_of: Callable[[Mapping[str, Any]], tuple[ProblemKind, str] | None],
@@ -321,23 +362,10 @@ def fix_function_calls(
     A call with no id is kept with ``""`` (Ollama pairs its result by order).
     """
     broken: list[BrokenCall] = []
-    if message.get("role") != "assistant":
-        return broken
-    for ordinal, call in enumerate(message.get("tool_calls") or ()):
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            continue
-        problem = problem_of(function)
-        if problem is not None:
-            call_id, name = call.get("id"), function.get("name")
-            broken.append(
-                BrokenCall(
-                    call_id if isinstance(call_id, str) else "",
-                    name if isinstance(name, str) else "",
-                    *problem,
-                    function.get("arguments"),
-                    ordinal,
-                )
-            )
-            function["arguments"] = safe()
+    for ordinal, call, function, problem in list(broken_function_calls(message, problem_of)):
+        received = function.get("arguments")
+        broken.append(
+            BrokenCall.found(call.get("id"), function.get("name"), problem, received, ordinal)
+        )
+        function["arguments"] = safe()
     return broken

@@ -18,7 +18,8 @@ is ``auto``, on).
    fences): time per KB at 1x and 8x, to show it is flat.
 
 Each figure is the best of ``--runs`` runs, CPU time (``time.process_time``), inside one
-event loop.
+event loop; the variants compared are alternated within each run, so that a busy moment of a
+shared machine falls on all of them alike.
 """
 
 from __future__ import annotations
@@ -99,24 +100,21 @@ async def _reads(reads: list[bytes]) -> AsyncIterator[bytes]:
         yield read
 
 
-def best(run: Callable[[], Any], runs: int) -> float:
-    times = []
+async def alternated(
+    runs: int, **variants: Callable[[], Coroutine[Any, Any, Any]] | Callable[[], Any]
+) -> dict[str, float]:
+    """The best CPU time of each variant over ``runs`` rounds, the variants alternated within
+    each round (so that a busy moment of a shared machine falls on all of them alike)."""
+    times: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(runs):
-        gc.collect()
-        start = time.process_time()
-        run()
-        times.append(time.process_time() - start)
-    return min(times)
-
-
-async def best_async(run: Callable[[], Coroutine[Any, Any, Any]], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        gc.collect()
-        start = time.process_time()
-        await run()
-        times.append(time.process_time() - start)
-    return min(times)
+        for name, run in variants.items():
+            gc.collect()
+            start = time.process_time()
+            result = run()
+            if isinstance(result, Coroutine):
+                await result
+            times[name].append(time.process_time() - start)
+    return {name: min(spent) for name, spent in times.items()}
 
 
 async def main(runs: int, size: int) -> dict[str, Any]:
@@ -133,12 +131,11 @@ async def main(runs: int, size: int) -> dict[str, Any]:
         turn = await on.collect(_reads(reads))
         assert turn.text == text
         assert not turn.calls
-        t_off = await best_async(collect(off, reads), runs)
-        t_on = await best_async(collect(on, reads), runs)
+        best = await alternated(runs, off=collect(off, reads), on=collect(on, reads))
         results[f"text_only_{name}"] = {
-            "off_ms": t_off * 1e3,
-            "on_ms": t_on * 1e3,
-            "ratio": t_on / t_off,
+            "off_ms": best["off"] * 1e3,
+            "on_ms": best["on"] * 1e3,
+            "ratio": best["on"] / best["off"],
         }
 
     arguments = arguments_text(size)
@@ -146,26 +143,34 @@ async def main(runs: int, size: int) -> dict[str, Any]:
     reads = reads_of(content_body(call_text))
     turn = await on.collect(_reads(reads))
     assert [c.arguments for c in turn.runnable] == [json.loads(arguments)]
-    t_floor = best(lambda: floor(reads), runs)
-    t_text = await best_async(collect(on, reads), runs)
     structured, _ = build_body(len(arguments) // PIECE)
     s_reads = reads_of(structured)
-    t_structured = await best_async(collect(off, s_reads), runs)
+    best = await alternated(
+        runs,
+        floor=lambda: floor(reads),
+        recovered=collect(on, reads),
+        structured=collect(off, s_reads),
+    )
     results["call_in_text"] = {
-        "floor_ms": t_floor * 1e3,
-        "recovered_ms": t_text * 1e3,
-        "ratio_to_floor": t_text / t_floor,
-        "structured_call_ms": t_structured * 1e3,
-        "structured_ratio_to_its_floor_body": t_structured / t_floor,
+        "floor_ms": best["floor"] * 1e3,
+        "recovered_ms": best["recovered"] * 1e3,
+        "ratio_to_floor": best["recovered"] / best["floor"],
+        "structured_call_ms": best["structured"] * 1e3,
+        "structured_ratio_to_its_floor_body": best["structured"] / best["floor"],
     }
 
     for name, unit in (("openers", "<tool_call>"), ("unclosed_fences", "```\nx\n")):
         per_kb = {}
-        for factor in (1, 8):
-            text = repeated(unit, size * factor)
-            reads = reads_of(content_body(text))
-            elapsed = await best_async(collect(on, reads), runs)
-            per_kb[f"{factor}x_us_per_kb"] = elapsed * 1e6 / (len(text) / 1024)
+        texts = {f"{factor}x": repeated(unit, size * factor) for factor in (1, 8)}
+        best = await alternated(
+            runs,
+            **{
+                factor: collect(on, reads_of(content_body(text)))
+                for factor, text in texts.items()
+            },
+        )
+        for factor, text in texts.items():
+            per_kb[f"{factor}_us_per_kb"] = best[factor] * 1e6 / (len(text) / 1024)
         results[f"hostile_{name}"] = per_kb
     return results
 

@@ -25,6 +25,7 @@ from .stage import (
     aclose_quietly,
     drive_step,
     feed_step,
+    heavy_batch_check,
     heavy_check,
 )
 
@@ -34,11 +35,12 @@ __all__ = ["Source", "run_pipeline"]
 class FusedSteps:
     """Several synchronous steps applied in order to each event, as one step."""
 
-    __slots__ = ("_batch", "_heavy", "_steps", "may_offload")
+    __slots__ = ("_any_heavy", "_batch", "_heavy", "_steps", "may_offload")
 
     def __init__(self, steps: Sequence[EventStep]) -> None:
         self._steps = tuple(steps)
         self._heavy = tuple(heavy_check(step) for step in self._steps)
+        self._any_heavy = tuple(heavy_batch_check(step) for step in self._steps)
         #: A step may take a whole batch at once (``feed_batch(list) -> list``): its fast path.
         self._batch: tuple[Callable[[list[Event]], list[Event]] | None, ...] = tuple(
             getattr(step, "feed_batch", None) for step in self._steps
@@ -64,10 +66,15 @@ class FusedSteps:
     async def feed_many_offloading(self, events: Iterable[Event]) -> list[Event]:
         """:meth:`feed_many`, with the events a step calls heavy fed to it in a worker thread."""
         current: Iterable[Event] = events
-        for step, heavy, batch in zip(self._steps, self._heavy, self._batch, strict=True):
-            if batch is not None and heavy is None:
-                current = batch(current if isinstance(current, list) else list(current))
-                continue
+        for step, heavy, any_heavy, batch in zip(
+            self._steps, self._heavy, self._any_heavy, self._batch, strict=True
+        ):
+            if batch is not None:
+                listed = current if isinstance(current, list) else list(current)
+                if heavy is None or (any_heavy is not None and not any_heavy(listed)):
+                    current = batch(listed)
+                    continue
+                current = listed
             produced: list[Event] = []
             for event in current:
                 produced.extend(await feed_step(step, heavy, event))

@@ -25,7 +25,10 @@ It must give what ``feed`` event by event would, at the same read (pieces may be
 A synchronous step whose work on some events can take long (the judge on a very large call)
 may say so with an ``is_heavy(event) -> bool`` method: those events are then fed to it in a
 worker thread (``anyio.to_thread``), so that one turn never stalls the other streams of the
-process. Every other event stays on the fast path.
+process. Every other event stays on the fast path. Such a step may also have ``feed_batch`` and
+an ``any_heavy(events: list) -> bool`` method: a batch with no heavy event then goes to
+``feed_batch`` whole, as any other step's (the judge: a batch of text or argument pieces holds
+no call to judge), instead of event by event.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ __all__ = [
     "aclose_quietly",
     "event_stage",
     "feed_step",
+    "heavy_batch_check",
     "heavy_check",
 ]
 
@@ -72,11 +76,18 @@ class EventStep(Protocol):
 
 
 HeavyCheck = Callable[[Event], bool]
+HeavyBatchCheck = Callable[[list[Event]], bool]
 
 
 def heavy_check(step: EventStep) -> HeavyCheck | None:
     """The step's ``is_heavy`` method, when it has one (see the module docstring)."""
     check: HeavyCheck | None = getattr(step, "is_heavy", None)
+    return check
+
+
+def heavy_batch_check(step: EventStep) -> HeavyBatchCheck | None:
+    """The step's ``any_heavy`` method, when it has one (see the module docstring)."""
+    check: HeavyBatchCheck | None = getattr(step, "any_heavy", None)
     return check
 
 

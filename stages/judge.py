@@ -169,6 +169,20 @@ class _JudgeStep:
         """A call this large is judged in a worker thread (see ``JudgeStage.offload_above``)."""
         return type(event) is ToolCallComplete and len(event.arguments_raw) > self._limit
 
+    def any_heavy(self, events: list[Event]) -> bool:
+        """Whether a batch holds a call :meth:`is_heavy` would send to a worker thread."""
+        return ToolCallComplete in map(type, events) and any(map(self.is_heavy, events))
+
+    def feed_batch(self, events: list[Event]) -> list[Event]:
+        """:meth:`feed` for a batch: one with no complete call (text, argument pieces: most of
+        a stream) passes as it is, after one look at its event types."""
+        if ToolCallComplete not in map(type, events):
+            return events
+        out: list[Event] = []
+        for event in events:
+            out.extend(self.feed(event))
+        return out
+
     def feed(self, event: Event) -> Iterable[Event]:
         if type(event) is ToolCallComplete:
             if event.server_parse is not None:

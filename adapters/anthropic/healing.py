@@ -5,7 +5,8 @@
 A request with thinking on (``enabled``, ``adaptive``, ``between_tools``; with or without
 interleaved thinking) is healed: its thinking blocks go out signed, in place (the encoder's
 module docstring). A request that offers server tools or MCP servers passes untouched: toolwire
-could not write their blocks back faithfully.
+could not write their blocks back faithfully. An earlier ``tool_use`` whose ``input`` the API
+refuses is repaired before the request goes upstream, healed or not.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from ...core.turn import Turn
 from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object, named_sse_frame, with_first_parts
+from ..repaired_requests import planned
 from .blocks import THINKING_BLOCKS
 from .encoder import MESSAGE_STOP, AnthropicEventEncoder
-from .history import wire_id
+from .history import AnthropicHistory, broken_calls, wire_id
 from .request import LIMIT_KEYS
 
 __all__ = ["ANTHROPIC", "AnthropicWireFormat", "open_anthropic_format"]
@@ -34,6 +36,7 @@ _CLIENT_TOOL_PREFIXES = ("bash_", "text_editor_", "computer_", "memory_")
 _WRITTEN = ("text", "thinking", "redacted_thinking", "tool_use")
 #: The ``thinking.type`` values the API documents; a request with another passes untouched.
 _THINKING_TYPES = frozenset({"disabled", "enabled", "adaptive", "between_tools"})
+_HISTORY = AnthropicHistory()
 
 
 class AnthropicWireFormat:
@@ -43,28 +46,20 @@ class AnthropicWireFormat:
     path = "/messages"
 
     def plan_request(self, content: bytes) -> HealPlan | None:
-        """Heal a body with a ``messages`` list and client ``tools``; it goes upstream as is.
+        """Heal a body with a ``messages`` list and client ``tools``; it goes upstream as is,
+        but for earlier ``tool_use`` blocks whose ``input`` is no object (the API refuses the
+        request: ``tool_use.input: Input should be a valid dictionary``), written as rejected
+        calls (:func:`~toolwire.adapters.repaired_requests.repaired_history`).
 
         The Messages API always streams usage, so nothing is added. Thinking may be on (a
         ``thinking`` object of a documented type). A request that offers server tools or MCP
-        servers passes untouched: toolwire could not write their blocks back faithfully (see
-        the module docstring).
+        servers is not healed (see the module docstring); its history is repaired all the same.
         """
         body = json_object(content)
         if body is None or not isinstance(body.get("messages"), list):
             return None
-        tools = body.get("tools")
-        if not isinstance(tools, list) or not tools or not all(map(_client_tool, tools)):
-            return None
-        thinking = body.get("thinking")
-        if thinking is not None and not (
-            isinstance(thinking, dict) and thinking.get("type") in _THINKING_TYPES
-        ):
-            return None
-        if body.get("mcp_servers"):
-            return None
         streaming = body.get("stream") is True
-        return HealPlan(body=body, content=None, streaming=streaming, client_wants_usage=True)
+        return planned(body, "messages", _HISTORY, broken_calls, heals=_heals, streaming=streaming)
 
     def encoder(self, plan: HealPlan) -> AnthropicEventEncoder:
         """A new encoder (usage always goes out: the API always sends it)."""
@@ -186,6 +181,19 @@ def _as_sent_before_thinking(content: Any, turn: Turn) -> None:
             sent = json_object(rejected[block["id"]])
             if sent is not None:
                 block["input"] = sent
+
+
+def _heals(body: Mapping[str, Any]) -> bool:
+    """Client ``tools`` only, thinking of a documented type (or none), no MCP servers."""
+    tools = body.get("tools")
+    if not isinstance(tools, list) or not tools or not all(map(_client_tool, tools)):
+        return False
+    thinking = body.get("thinking")
+    if thinking is not None and not (
+        isinstance(thinking, dict) and thinking.get("type") in _THINKING_TYPES
+    ):
+        return False
+    return not body.get("mcp_servers")
 
 
 def _client_tool(tool: Any) -> bool:

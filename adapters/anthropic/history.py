@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -246,22 +246,29 @@ def _input_problem(block: Mapping[str, Any]) -> tuple[ProblemKind, str] | None:
     return arguments_object_problem(block.get("input"), "a tool_use input")
 
 
-def _fix_tool_uses(message: dict[str, Any]) -> list[BrokenCall]:
-    """Make the input of the assistant ``message``'s broken ``tool_use`` blocks ``{}``."""
+def broken_calls(
+    message: Mapping[str, Any],
+) -> Iterator[tuple[dict[str, Any], str, tuple[ProblemKind, str]]]:
+    """The ``tool_use`` blocks of an assistant ``message`` that :meth:`AnthropicHistory.repair`
+    would rewrite (input no object), with their ids and problems (read only)."""
     content = message.get("content")
     if message.get("role") != "assistant" or not isinstance(content, list):
-        return []
-    broken: list[BrokenCall] = []
+        return
     for block in content:
-        call_id = block.get("id") if isinstance(block, dict) else None
         if not isinstance(block, dict) or block.get("type") != TOOL_USE:
             continue
-        problem = _input_problem(block)
-        if problem is not None and isinstance(call_id, str) and call_id:
-            name = block.get("name")
-            name = name if isinstance(name, str) else ""
-            broken.append(BrokenCall(call_id, name, *problem, block.get("input"), len(broken)))
-            block["input"] = {}
+        call_id, problem = block.get("id"), _input_problem(block)
+        if isinstance(call_id, str) and call_id and problem is not None:
+            yield block, call_id, problem
+
+
+def _fix_tool_uses(message: dict[str, Any]) -> list[BrokenCall]:
+    """Make the input of the assistant ``message``'s broken ``tool_use`` blocks ``{}``."""
+    broken: list[BrokenCall] = []
+    for block, call_id, problem in list(broken_calls(message)):
+        received = block.get("input")
+        broken.append(BrokenCall.found(call_id, block.get("name"), problem, received, len(broken)))
+        block["input"] = {}
     return broken
 
 

@@ -30,7 +30,9 @@ from ...core.turn import Turn
 from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object, sse_frame
+from ..repaired_requests import planned
 from .encoder import ArrayMark, GeminiChunkEncoder
+from .history import GeminiHistory, broken_calls
 from .request import CONFIG_KEYS, LIMIT_KEYS
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
 ]
 
 _encode = msgspec.json.Encoder().encode
+_HISTORY = GeminiHistory()
 _MODEL = r"/models/[^/?]+"
 #: The keys of a tool that only declares functions (REST spelling and the SDK dump's).
 _FUNCTION_TOOL_KEYS = frozenset({"functionDeclarations", "function_declarations"})
@@ -66,15 +69,20 @@ class GeminiWireFormat:
 
     def plan_request(self, content: bytes) -> HealPlan | None:
         """Heal a body with ``contents`` that offers only function declarations; it goes
-        upstream as is (the array stream with ``alt=sse``). Usage always comes."""
+        upstream as is (the array stream with ``alt=sse``; usage always comes), but for earlier
+        ``functionCall`` parts whose ``args`` are no object (the API refuses the request: a
+        ``google.protobuf.Struct``), written as rejected calls
+        (:func:`~toolwire.adapters.repaired_requests.repaired_history`), healed or not."""
         body = json_object(content)
-        if body is None or not isinstance(body.get("contents"), list) or not _heals(body):
+        if body is None or not isinstance(body.get("contents"), list):
             return None
-        return HealPlan(
-            body=body,
-            content=None,
+        return planned(
+            body,
+            "contents",
+            _HISTORY,
+            broken_calls,
+            heals=_heals,
             streaming=self._streaming,
-            client_wants_usage=True,
             query_params=(("alt", "sse"),) if self._array else (),
             media_type="application/json; charset=UTF-8"
             if self._array

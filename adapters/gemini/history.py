@@ -23,7 +23,7 @@ never required one: Gemini 3 answers HTTP 400 to a function call without a signa
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -188,25 +188,26 @@ def _args_problem(call: Any) -> tuple[ProblemKind, str] | None:
     return None if args is None else arguments_object_problem(args, "functionCall.args")
 
 
+def broken_calls(
+    content: Mapping[str, Any],
+) -> Iterator[tuple[int, dict[str, Any], tuple[ProblemKind, str]]]:
+    """The ``functionCall`` parts of a model ``content`` that :meth:`GeminiHistory.repair`
+    would rewrite (``args`` no object): (ordinal among its calls, call, problem); read only."""
+    if content.get("role") != "model":
+        return
+    for ordinal, (_, call) in enumerate(_function_parts(content, "functionCall")):
+        problem = _args_problem(call)
+        if problem is not None and isinstance(call, dict):
+            yield ordinal, call, problem
+
+
 def _fix_calls(content: dict[str, Any]) -> list[BrokenCall]:
     """Make the ``args`` of the model ``content``'s broken calls ``{}``; return them (a call
     without an id has ``""``: its response is paired by order and written with no id)."""
-    if content.get("role") != "model":
-        return []
     broken: list[BrokenCall] = []
-    for ordinal, (_, call) in enumerate(_function_parts(content, "functionCall")):
-        problem = _args_problem(call)
-        if problem is None or not isinstance(call, dict):
-            continue
-        call_id, name = call.get("id"), call.get("name")
+    for ordinal, call, problem in list(broken_calls(content)):
         broken.append(
-            BrokenCall(
-                call_id if isinstance(call_id, str) else "",
-                name if isinstance(name, str) else "",
-                *problem,
-                call.get("args"),
-                ordinal,
-            )
+            BrokenCall.found(call.get("id"), call.get("name"), problem, call.get("args"), ordinal)
         )
         call["args"] = {}
     return broken

@@ -17,12 +17,15 @@ from ...core.turn import Turn
 from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object
+from ..repaired_requests import planned
 from .encoder import OllamaLineEncoder
+from .history import OllamaHistory, broken_calls
 from .request import LIMIT_KEYS, OPTIONS_KEY
 
 __all__ = ["OLLAMA", "OllamaWireFormat", "open_ollama_format"]
 
 _encode = msgspec.json.Encoder().encode
+_HISTORY = OllamaHistory()
 
 
 class OllamaWireFormat:
@@ -33,18 +36,21 @@ class OllamaWireFormat:
 
     def plan_request(self, content: bytes) -> HealPlan | None:
         """Heal a body with a ``messages`` list and ``tools``; it goes upstream as is (the
-        counters always come on the last line)."""
+        counters always come on the last line), but for earlier calls whose ``arguments`` are
+        no object (Ollama decodes them into a map and refuses the request, HTTP 400), written
+        as rejected calls (:func:`~toolwire.adapters.repaired_requests.repaired_history`),
+        healed or not."""
         body = json_object(content)
         if body is None or not isinstance(body.get("messages"), list):
             return None
         tools = body.get("tools")
-        if not isinstance(tools, list) or not tools:
-            return None
-        return HealPlan(
-            body=body,
-            content=None,
+        return planned(
+            body,
+            "messages",
+            _HISTORY,
+            broken_calls,
+            heals=isinstance(tools, list) and bool(tools),
             streaming=body.get("stream") is not False,
-            client_wants_usage=True,
             media_type="application/x-ndjson",
         )
 

@@ -19,7 +19,7 @@ What the server reads (ollama/ollama ``api/types.go`` ``Message``, ``ToolCall``)
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -32,6 +32,7 @@ from ..history import (
     HistoryRepair,
     ProblemKind,
     arguments_object_problem,
+    broken_function_calls,
     fix_function_calls,
     repair_one_result_per_message,
     replay_arguments,
@@ -241,6 +242,11 @@ def _arguments_problem(function: Mapping[str, Any]) -> tuple[ProblemKind, str] |
     if "arguments" not in function:
         return None
     return arguments_object_problem(function["arguments"], "arguments (for Ollama)")
+
+
+def broken_calls(message: Mapping[str, Any]) -> Iterator[object]:
+    """The calls of ``message`` that :meth:`OllamaHistory.repair` would rewrite (read only)."""
+    return broken_function_calls(message, _arguments_problem)
 
 
 def _fix_calls(message: dict[str, Any]) -> list[BrokenCall]:

@@ -11,7 +11,8 @@ name is registered with its own :class:`ChatWireFormat`.
   request is asked whole and streamed back by the healing). Before that, every earlier call
   whose arguments the server would refuse (not JSON, not an object, markup) is written as a
   rejected call (:meth:`~toolwire.adapters.openai_chat.history.OpenAIChatHistory.repair`,
-  ``HealPlan.repaired``): llama-server, vLLM and Ollama's ``/v1`` refuse the whole request
+  by :func:`~toolwire.adapters.repaired_requests.repaired_history`, as every healed format
+  does; ``HealPlan.repaired``): llama-server, vLLM and Ollama's ``/v1`` refuse the whole request
   otherwise, and every later one too. A request that needed adapting or repairing but is not
   healed goes up so, its response untouched. A request is healed when it is a
   JSON object with a ``messages`` list, offers ``tools``, and asks for one choice. Anything
@@ -42,11 +43,11 @@ from ...core.turn import Turn
 from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object, sse_frame
-from ..history import arguments_text_problem
+from ..repaired_requests import repaired_history, unhealed_plan
 from . import completion
 from .adapt import adapt_body
 from .encoder import ChatChunkEncoder
-from .history import OpenAIChatHistory
+from .history import OpenAIChatHistory, broken_calls
 from .profiles import CHAT_PROFILES, ServerProfile
 from .request import LIMIT_KEYS
 
@@ -66,24 +67,16 @@ def plan_request(content: bytes, profile: ServerProfile = OPENAI) -> HealPlan | 
     client = json_object(content)
     if client is None or not isinstance(client.get("messages"), list):
         return None
-    client, repaired = _repaired(client, profile)
+    client, repaired = repaired_history(
+        client, "messages", OpenAIChatHistory.for_profile(profile), broken_calls
+    )
     tools = client.get("tools")
     healed = isinstance(tools, list) and bool(tools) and client.get("n") in (None, 1)
     # Only a healed request can be asked whole and streamed back: the healing re-encodes.
     adapted, counts = adapt_body(client, profile, stream=healed)
     body = dict(adapted) if counts else client
     if not healed:
-        if not counts and not repaired:
-            return None
-        return HealPlan(
-            body=body,
-            content=_encode(body),
-            streaming=client.get("stream") is True,
-            client_wants_usage=True,
-            adapted=dict(counts),
-            heal=False,
-            repaired=repaired,
-        )
+        return unhealed_plan(body, repaired, counts)
     options = client.get("stream_options")
     asked_usage = isinstance(options, dict) and options.get("include_usage") is True
     if "stream" in counts:
@@ -118,39 +111,6 @@ def plan_request(content: bytes, profile: ServerProfile = OPENAI) -> HealPlan | 
         client_wants_usage=False,
         adapted=dict(counts),
         repaired=repaired,
-    )
-
-
-def _repaired(
-    client: dict[str, Any], profile: ServerProfile
-) -> tuple[dict[str, Any], dict[str, int]]:
-    """``client`` with its history's broken calls repaired, and how many of each kind.
-
-    ``client`` itself when nothing needs it, or when a message is not an object (the server
-    refuses that request anyway; toolwire does not guess).
-    """
-    messages = client["messages"]
-    if not all(isinstance(message, dict) for message in messages) or not any(
-        map(_holds_broken_call, messages)
-    ):
-        return client, {}  # the usual case: no message copied
-    repair = OpenAIChatHistory.for_profile(profile).repair(messages)
-    if not repair.changes:
-        return client, {}
-    counts: dict[str, int] = {}
-    for change in repair.changes:
-        counts[change.kind] = counts.get(change.kind, 0) + 1
-    return {**client, "messages": repair.messages}, counts
-
-
-def _holds_broken_call(message: dict[str, Any]) -> bool:
-    """Whether an assistant ``message`` holds a call whose arguments a server refuses."""
-    calls = message.get("tool_calls") if message.get("role") == "assistant" else None
-    return isinstance(calls, list) and any(
-        isinstance(call, dict)
-        and isinstance(function := call.get("function"), dict)
-        and arguments_text_problem(function.get("arguments")) is not None
-        for call in calls
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ...core.results import ToolResult
@@ -13,6 +13,7 @@ from ..history import (
     HistoryRepair,
     ProblemKind,
     arguments_text_problem,
+    broken_function_calls,
     fix_function_calls,
     repair_one_result_per_message,
     replay_arguments,
@@ -224,6 +225,11 @@ class OpenAIChatHistory:
 
     def _result_of(self, message: Mapping[str, Any]) -> tuple[bool, str | None]:
         return self._is_result(message), _call_id_of(message)
+
+
+def broken_calls(message: Mapping[str, Any]) -> Iterator[object]:
+    """The calls of ``message`` that :meth:`OpenAIChatHistory.repair` would rewrite (read only)."""
+    return broken_function_calls(message, _arguments_problem)
 
 
 def _fix_calls(message: dict[str, Any]) -> list[BrokenCall]:

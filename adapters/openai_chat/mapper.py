@@ -161,8 +161,11 @@ class OpenAIChatMapper(MapperBase):
     def feed_bytes(self, data: bytes) -> list[Event]:
         """Take the next bytes of an SSE body."""
         out: list[Event] = []
-        decode = _decode_lean_chunk if self._info_sent else _decode_chunk
-        handle = self._chunk
+        append = out.append
+        info_sent = self._info_sent
+        decode = _decode_lean_chunk if info_sent else _decode_chunk
+        handle = self._any_chunk
+        continuation = self._calls.continuation
         state = self._state
         for payload in self._sse.feed(data).payloads:
             if state.ended or type(payload) is not bytes or payload[:1] != b"{":
@@ -173,9 +176,49 @@ class OpenAIChatMapper(MapperBase):
             except msgspec.MsgspecError:
                 self._payload(payload, out)  # the slow path reports the error precisely
                 continue
-            handle(chunk, out, payload)
-            if self._info_sent:
-                decode = _decode_lean_chunk
+            if info_sent:
+                # The hot paths, inline (most chunks of a long answer or call): one piece of
+                # text, or one argument piece for the latest call. Anything else, and anything
+                # the call accumulator does not take as a simple continuation, is ``_any_chunk``'s.
+                choices = chunk.choices
+                if (
+                    choices is not None
+                    and len(choices) == 1
+                    and chunk.usage is None
+                    and chunk.error is None
+                ):
+                    choice = choices[0]
+                    delta = choice.delta
+                    if (
+                        delta is not None
+                        and choice.finish_reason is None
+                        and choice.index == 0
+                        and delta.reasoning_content is None
+                        and delta.reasoning is None
+                    ):
+                        tool_calls = delta.tool_calls
+                        if tool_calls is None:
+                            if delta.function_call is None and chunk.object != "error":
+                                if delta.content:
+                                    append(TextDelta(text=delta.content))
+                                continue
+                        elif len(tool_calls) == 1 and delta.content is None:
+                            fragment = tool_calls[0]
+                            function = fragment.function
+                            if (
+                                fragment.id is None
+                                and function is not None
+                                and function.name is None
+                                and type(function.arguments) is str
+                                and continuation(out, fragment.index, function.arguments)
+                            ):
+                                continue
+                handle(chunk, out, payload)
+            else:
+                handle(chunk, out, payload)
+                if self._info_sent:
+                    info_sent = True
+                    decode = _decode_lean_chunk
         return out
 
     def feed_object(self, chunk: object) -> list[Event]:
@@ -191,7 +234,7 @@ class OpenAIChatMapper(MapperBase):
         except msgspec.ValidationError as error:
             self._unreadable(out, unknown_shape_error(error, repr(payload)))
             return out
-        self._chunk(decoded, out, b"")
+        self._any_chunk(decoded, out, b"")
         return out
 
     def payload(self, data: bytes) -> list[Event]:
@@ -234,40 +277,7 @@ class OpenAIChatMapper(MapperBase):
             return
         chunk = self._decoded(_decode_chunk, data, out)
         if chunk is not None:
-            self._chunk(chunk, out, data)  # type: ignore[arg-type]
-
-    def _chunk(self, chunk: _LeanChunk, out: list[Event], data: bytes) -> None:
-        choices = chunk.choices
-        if (
-            choices is not None
-            and len(choices) == 1
-            and chunk.usage is None
-            and chunk.error is None
-            and self._info_sent
-        ):
-            # The hot path, most chunks of a long call: one argument piece for the latest call.
-            choice = choices[0]
-            delta = choice.delta
-            if choice.finish_reason is None and choice.index == 0 and delta is not None:
-                tool_calls = delta.tool_calls
-                if (
-                    tool_calls is not None
-                    and len(tool_calls) == 1
-                    and delta.content is None
-                    and delta.reasoning_content is None
-                    and delta.reasoning is None
-                ):
-                    fragment = tool_calls[0]
-                    function = fragment.function
-                    if (
-                        fragment.id is None
-                        and function is not None
-                        and function.name is None
-                        and type(function.arguments) is str
-                        and self._calls.continuation(out, fragment.index, function.arguments)
-                    ):
-                        return
-        self._any_chunk(chunk, out, data)
+            self._any_chunk(chunk, out, data)  # type: ignore[arg-type]
 
     def _any_chunk(self, chunk: _LeanChunk, out: list[Event], data: bytes) -> None:
         if chunk.error is not None or chunk.object == "error":

@@ -25,7 +25,9 @@ import msgspec
 from ...core.turn import Turn
 from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
 from ..encoding import json_object, named_sse_frame, raised_limit, turn_results, with_first_parts
+from ..repaired_requests import planned
 from .encoder import TERMINALS, WRITTEN, ReasoningPart, ResponsesEventEncoder
+from .history import OpenAIResponsesHistory, broken_calls
 from .request import LIMIT_KEYS
 
 if TYPE_CHECKING:
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["RESPONSES", "ResponsesWireFormat", "open_responses_format"]
 
 _decode = msgspec.json.decode
+_HISTORY = OpenAIResponsesHistory()
 
 
 class ResponsesWireFormat:
@@ -52,22 +55,18 @@ class ResponsesWireFormat:
     def plan_request(self, content: bytes) -> HealPlan | None:
         """Heal a body whose ``input`` is a list or a string and whose tools are all functions.
 
-        It goes upstream as is: Responses streams always carry usage. A request whose state
-        lives on the server, or that offers other tools, passes untouched (see the module
-        docstring).
+        It goes upstream as is (Responses streams always carry usage), but for earlier
+        ``function_call`` items whose ``arguments`` are not a JSON object, written as rejected
+        calls (:func:`~toolwire.adapters.repaired_requests.repaired_history`): vLLM and
+        llama-server read every replayed call's arguments as Chat arguments, and refuse the
+        request. A request whose state lives on the server, or that offers other tools, is not
+        healed (see the module docstring); its ``input`` is repaired all the same.
         """
         body = json_object(content)
         if body is None or not isinstance(body.get("input"), str | list):
             return None
-        tools = body.get("tools")
-        if not isinstance(tools, list) or not tools or not all(map(_function_tool, tools)):
-            return None
-        if body.get("previous_response_id") is not None or body.get("conversation") is not None:
-            return None
-        if body.get("background") is True:
-            return None
         streaming = body.get("stream") is True
-        return HealPlan(body=body, content=None, streaming=streaming, client_wants_usage=True)
+        return planned(body, "input", _HISTORY, broken_calls, heals=_heals, streaming=streaming)
 
     def encoder(self, plan: HealPlan) -> ResponsesEventEncoder:
         """A new encoder that echoes ``plan.body``'s parameters."""
@@ -183,6 +182,16 @@ class ResponsesWireFormat:
             if isinstance(item, dict) and item.get("type") == "error":
                 return {"error": item["error"]}
         return None
+
+
+def _heals(body: Mapping[str, Any]) -> bool:
+    """Only ``function`` tools, and no state kept on the server (see the module docstring)."""
+    tools = body.get("tools")
+    if not isinstance(tools, list) or not tools or not all(map(_function_tool, tools)):
+        return False
+    if body.get("previous_response_id") is not None or body.get("conversation") is not None:
+        return False
+    return body.get("background") is not True
 
 
 def _function_tool(tool: object) -> bool:

@@ -23,7 +23,7 @@ replayed from its text and calls alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -35,6 +35,7 @@ from ..history import (
     BrokenCall,
     HistoryProblem,
     HistoryRepair,
+    ProblemKind,
     arguments_text_problem,
     repair_one_result_per_message,
     replay_arguments,
@@ -251,16 +252,23 @@ def _output_of(item: Mapping[str, Any]) -> tuple[bool, str | None]:
     return item.get("type") == "function_call_output", call_id if isinstance(call_id, str) else None
 
 
-def _fix_call(item: dict[str, Any]) -> list[BrokenCall]:
-    """Make a broken ``function_call`` item's arguments ``"{}"``; return it (or nothing)."""
+def broken_calls(item: Mapping[str, Any]) -> Iterator[tuple[str, tuple[ProblemKind, str]]]:
+    """The call of a ``function_call`` item that :meth:`OpenAIResponsesHistory.repair` would
+    rewrite, as (call id, problem); nothing for any other item (read only)."""
     call_id = item.get("call_id")
     if item.get("type") != CLIENT_CALL_ITEM or not isinstance(call_id, str):
+        return
+    problem = arguments_text_problem(item.get("arguments"))
+    if problem is not None:
+        yield call_id, problem
+
+
+def _fix_call(item: dict[str, Any]) -> list[BrokenCall]:
+    """Make a broken ``function_call`` item's arguments ``"{}"``; return it (or nothing)."""
+    found = next(broken_calls(item), None)
+    if found is None:
         return []
+    call_id, problem = found
     arguments = item.get("arguments")
-    problem = arguments_text_problem(arguments)
-    if problem is None:
-        return []
     item["arguments"] = "{}"
-    name = item.get("name")
-    name = name if isinstance(name, str) else ""
-    return [BrokenCall(call_id, name, problem[0], problem[1], arguments, 0)]
+    return [BrokenCall.found(call_id, item.get("name"), problem, arguments, 0)]

@@ -32,6 +32,9 @@ _FENCE, _TICK, _THINK, _THINK_END = "```", "`", "<think>", "</think>"
 _FENCE_CLOSE = re.compile(r"\n[ \t]*```")
 _CODE_END = re.compile(r"`+|\n")
 _TICKS = re.compile(r"`+")
+#: Inline code whose end is in the text: its backtick run (one or two), then up to the next
+#: run of backticks or the line's end (``_CODE_END``).
+_INLINE_CODE = re.compile(r"``?+[^`\n]*+(?:`+|\n)")
 
 
 class ScanState(msgspec.Struct, frozen=True, gc=False):
@@ -221,6 +224,14 @@ def scan(table: ReaderTable, text: str, state: ScanState, context: ReadContext) 
             token, at = match.group(), match.start()
             if not final and match.end() == length and token in table.extendable:
                 return stop(at)  # the token may still grow into a longer one
+            if token == _TICK:
+                # Inline code (one or two backticks: three would be the fence token), the
+                # commonest token of markdown: stepped over in one match when its end is here,
+                # as the branch below and the CODE branch would on two turns of the loop.
+                code = _INLINE_CODE.match(text, at)
+                if code is not None:
+                    position = code.end()
+                    continue
             if token in (_FENCE, _TICK) or (
                 token.startswith(_FENCE) and not _line_start(text, at, state)
             ):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Iterable
 from contextlib import aclosing
 from typing import Any
@@ -308,3 +309,56 @@ async def test_pass_through_stages_keep_event_order(kind: str) -> None:
 async def test_sync_iterable_source() -> None:
     turn = await toolwire.collect(reads_of(TEXT_BODY, 10), judge=False)
     assert turn.text == "one two"
+
+
+# -- a step that offloads heavy events and takes batches ------------------------------------------
+
+
+class _BatchingHeavyStep:
+    """Takes batches, calls a piece of text containing "heavy" heavy; records what it was fed."""
+
+    def __init__(self, fed: list[tuple[str, str]]) -> None:
+        self.fed = fed
+
+    def is_heavy(self, event: Event) -> bool:
+        return isinstance(event, TextDelta) and "heavy" in event.text
+
+    def any_heavy(self, events: list[Event]) -> bool:
+        return any(map(self.is_heavy, events))
+
+    def feed_batch(self, events: list[Event]) -> list[Event]:
+        self.fed.append(("batch", str(len(events))))
+        return events
+
+    def feed(self, event: Event) -> Iterable[Event]:
+        on_loop = threading.current_thread() is threading.main_thread()
+        self.fed.append((type(event).__name__, "loop" if on_loop else "thread"))
+        return (event,)
+
+    def finish(self) -> Iterable[Event]:
+        return ()
+
+
+class _BatchingHeavyStage(SyncStage):
+    def __init__(self) -> None:
+        self.fed: list[tuple[str, str]] = []
+
+    def start(self) -> EventStep:
+        return _BatchingHeavyStep(self.fed)
+
+
+async def test_a_batch_with_no_heavy_event_goes_whole_to_feed_batch() -> None:
+    stage = _BatchingHeavyStage()
+    turn = await toolwire.collect([TEXT_BODY], judge=False, stages=[stage])
+    assert turn.text == "one two"
+    assert [kind for kind, _ in stage.fed] == ["batch"]
+
+
+async def test_a_batch_with_a_heavy_event_goes_event_by_event_heavy_ones_in_a_thread() -> None:
+    body = sse_body([chat_chunk({"content": "a heavy one"}), chat_chunk({}, "stop")])
+    stage = _BatchingHeavyStage()
+    turn = await toolwire.collect([body], judge=False, stages=[stage])
+    assert turn.text == "a heavy one"
+    assert "batch" not in dict(stage.fed)
+    assert [kind for kind, where in stage.fed if where == "thread"] == ["TextDelta"]
+    assert len(stage.fed) > 1  # the other events of the batch, one by one on the loop

@@ -29,6 +29,7 @@ from e2e.anthropic_server import Reply as MessagesReply
 from e2e.anthropic_server import running_server as running_messages_server
 from e2e.openai_responses_server import MODEL, ReplyBuilder, ScriptedResponsesServer
 from e2e.openai_responses_server import running_server as running_responses_server
+from heal.broken_histories import ANTHROPIC, RESPONSES, assert_repaired_through_proxy
 from heal.client import SDK_ON_TRIO_LEAK
 
 from .proxy import Proxy, running_proxy
@@ -226,3 +227,18 @@ async def test_responses_a_cut_call_is_healed_through_the_proxy(
     assert (replayed[1]["call_id"], replayed[1]["arguments"]) == ("call_cut", "{}")
     assert "output-token limit" in replayed[2]["output"]
     assert SECRET not in responses_proxy.log
+
+
+# -- a history the server refuses is repaired before it goes upstream -----------------------------
+
+
+async def test_anthropic_a_broken_history_is_repaired_through_the_proxy(
+    anyio_backend: str, messages_upstream: ScriptedMessagesServer, messages_proxy: Proxy
+) -> None:
+    await assert_repaired_through_proxy(messages_proxy.root, ANTHROPIC, messages_upstream)
+
+
+async def test_responses_a_broken_history_is_repaired_through_the_proxy(
+    anyio_backend: str, responses_upstream: ScriptedResponsesServer, responses_proxy: Proxy
+) -> None:
+    await assert_repaired_through_proxy(responses_proxy.root, RESPONSES, responses_upstream)

@@ -35,6 +35,7 @@ from e2e.ollama_server import (
 )
 from google import genai
 from google.genai import errors, types
+from heal.broken_histories import GEMINI, OLLAMA, assert_repaired_through_proxy
 
 from .proxy import Proxy, running_proxy
 
@@ -208,3 +209,18 @@ async def test_only_ollama_s_chat_is_served_and_paths_are_still_refused(
         refused = await http.post("/v1beta/models/..%2f..%2fapi%2fdelete:generateContent")
         assert refused.status_code == 400
         assert refused.json()["error"]["code"] == "invalid_path"
+
+
+# -- a history the server refuses is repaired before it goes upstream -----------------------------
+
+
+async def test_gemini_a_broken_history_is_repaired_through_the_proxy(
+    anyio_backend: str, gemini: ScriptedGeminiServer, gemini_proxy: Proxy
+) -> None:
+    await assert_repaired_through_proxy(gemini_proxy.root, GEMINI, gemini)
+
+
+async def test_ollama_a_broken_history_is_repaired_through_the_proxy(
+    anyio_backend: str, ollama_upstream: ScriptedOllama, ollama_proxy: Proxy
+) -> None:
+    await assert_repaired_through_proxy(ollama_proxy.root, OLLAMA, ollama_upstream)
