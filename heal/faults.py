@@ -35,7 +35,9 @@ __all__ = ["Fault", "FaultKind", "exception_fault", "stream_fault"]
 #: protocol).
 FaultKind = Literal["dropped", "timeout", "protocol_error"]
 
-_PROTOCOL = frozenset({"RemoteProtocolError", "LocalProtocolError", "ProtocolError", "DecodingError"})
+_PROTOCOL = frozenset(
+    {"RemoteProtocolError", "LocalProtocolError", "ProtocolError", "DecodingError"}
+)
 #: How httpx words a ``RemoteProtocolError`` that is a closed connection, not garbage.
 _CLOSED = ("peer closed connection", "server disconnected", "connection closed")
 

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["OllamaLineEncoder"]
 
+
 class OllamaLineEncoder(EncoderState):
     """Writes one ``/api/chat`` response, line by line, for one client. Sans-I/O, not reusable."""
 
