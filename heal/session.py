@@ -277,7 +277,8 @@ class HealSession:
                 self._usage = event
             case ProviderError() if event.fatal:
                 self._fatal = event
-            case ProviderError() if event.kind in _LOST_PIECE:
+            case ProviderError() if event.kind in _LOST_PIECE and self._fatal is None:
+                # (After a failed read, an unreadable piece is only what the failure cut.)
                 return self._lost_piece(event)
             case Finish():
                 self._finish = event
