@@ -14,7 +14,8 @@ Gemini and Ollama, whose calls arrive whole; halfway through a whole body). So a
 on every request, the worst case: the table shows every request toolwire makes. ``retry_5xx``
 answers a call toolwire rejects (``content`` is not a string), then HTTP 500 to the retry.
 
-- ``drop``: the server closes the connection (FIN) before the body's end;
+- ``drop``: the server closes the connection (FIN) before the body's end (``drop_once``: only
+  the first answer; the next ones are whole);
 - ``reset``: it resets the connection (RST, ``SO_LINGER`` 0);
 - ``stall``: it sends nothing more until the client goes (the read timeout ends it);
 - ``garbage``: a chunk header that is not hex (the body breaks HTTP/1.1 framing).
@@ -56,8 +57,8 @@ __all__ = [
     "run_case",
 ]
 
-Fault = Literal["drop", "reset", "stall", "garbage", "retry_5xx"]
-FAULTS: tuple[Fault, ...] = ("drop", "reset", "stall", "garbage", "retry_5xx")
+Fault = Literal["drop_once", "drop", "reset", "stall", "garbage", "retry_5xx"]
+FAULTS: tuple[Fault, ...] = ("drop_once", "drop", "reset", "stall", "garbage", "retry_5xx")
 
 WRITE_SCHEMA = {
     "type": "object",
@@ -287,8 +288,11 @@ class FaultyUpstream:
                 _send(connection, 500, "application/json", [json.dumps(error).encode()])
             return
         pieces, before = self.case.pieces(GOOD, self.streamed)
+        if self.fault == "drop_once" and number > 0:
+            _send(connection, 200, self._type(), pieces)
+            return
         _send(connection, 200, self._type(), pieces[:before], end=False)
-        if self.fault == "drop":
+        if self.fault in ("drop", "drop_once"):
             connection.shutdown(socket.SHUT_WR)
         elif self.fault == "reset":
             connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -309,7 +313,6 @@ def _send(
     connection.sendall(head.encode() + b"connection: close\r\n\r\n")
     for piece in pieces:
         connection.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
-        time.sleep(0.002)
     if end:
         connection.sendall(b"0\r\n\r\n")
 
@@ -348,12 +351,16 @@ def _read_request(connection: socket.socket) -> dict[str, Any] | None:
     return json.loads(body or b"{}")
 
 
-def _serve(listener: socket.socket, upstream: FaultyUpstream) -> None:
-    while True:
+def _serve(listener: socket.socket, upstream: FaultyUpstream, stop: threading.Event) -> None:
+    listener.settimeout(0.02)
+    while not stop.is_set():
         try:
             connection, _ = listener.accept()
+        except TimeoutError:
+            continue
         except OSError:
-            return  # closed: the test is over
+            return
+        connection.settimeout(None)
         threading.Thread(target=_handle, args=(connection, upstream), daemon=True).start()
 
 
@@ -377,13 +384,15 @@ def faulty_upstream(
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
     upstream.port = listener.getsockname()[1]
-    thread = threading.Thread(target=_serve, args=(listener, upstream), daemon=True)
+    stop = threading.Event()
+    thread = threading.Thread(target=_serve, args=(listener, upstream, stop), daemon=True)
     thread.start()
     try:
         yield upstream
     finally:
-        listener.close()
+        stop.set()
         thread.join(timeout=5)
+        listener.close()
 
 
 # -- one row -----------------------------------------------------------------------------------
@@ -393,6 +402,7 @@ def faulty_upstream(
 class Outcome:
     """What the client saw, and what it cost."""
 
+    streamed: bool
     #: The HTTP status the client received (200 for a stream that started).
     status: int
     #: The client's ``x-should-retry`` header.
@@ -401,6 +411,8 @@ class Outcome:
     code: str | None
     #: The client's stream broke off (``httpx.RemoteProtocolError``) instead of ending.
     dropped: bool
+    #: The client received the call (its arguments, whole).
+    call: bool
     #: Requests the upstream received.
     requests: int
     seconds: float
@@ -410,10 +422,19 @@ class Outcome:
         """What the client sees, in the table's words."""
         if self.dropped:
             return "its stream drops"
-        where = "in-band error" if self.status == 200 else f"HTTP {self.status}"
+        if self.call and self.code is None:
+            return "the call, then the finish" if self.streamed else "HTTP 200 with the call"
+        where = "in-band error" if self.streamed else f"HTTP {self.status}"
         said = f" `{self.code}`" if self.code else ""
         header = ", `x-should-retry: false`" if self.should_retry == "false" else ""
         return f"{where}{said}{header}"
+
+
+def _received_call(body: bytes) -> bool:
+    """Whether ``body`` carries the ``write`` call with its whole arguments (in any format:
+    a JSON string of arguments, escaped, or an object)."""
+    text = body.decode("utf-8", "replace").replace('\\"', '"')
+    return '"write"' in text and GOOD["content"] in text
 
 
 async def run_case(
@@ -449,10 +470,12 @@ async def run_case(
             seconds = time.perf_counter() - started
         found = _CODES.search(bytes(body))
         return Outcome(
+            streamed=streamed,
             status=response.status_code,
             should_retry=response.headers.get("x-should-retry"),
             code=found.group().decode() if found else None,
             dropped=dropped,
+            call=_received_call(bytes(body)),
             requests=len(upstream.requests),
             seconds=seconds,
             body=bytes(body),
