@@ -21,7 +21,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from heal.faults import FAULTS, FORMATS, Outcome, run_case  # noqa: E402
+from heal.faults import FAULTS, FORMATS, Outcome, run_case
 
 #: How each fault is named in the table.
 NAMES = {

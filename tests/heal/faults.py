@@ -306,7 +306,12 @@ class FaultyUpstream:
 
 
 def _send(
-    connection: socket.socket, status: int, content_type: str, pieces: list[bytes], *, end: bool = True
+    connection: socket.socket,
+    status: int,
+    content_type: str,
+    pieces: list[bytes],
+    *,
+    end: bool = True,
 ) -> None:
     """A chunked response: one chunk per piece, the terminating chunk when ``end``."""
     head = f"HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n"
@@ -456,9 +461,7 @@ async def run_case(
             started = time.perf_counter()
             body = bytearray()
             dropped = False
-            request = client.build_request(
-                "POST", case.path(streamed), json=case.request(streamed)
-            )
+            request = client.build_request("POST", case.path(streamed), json=case.request(streamed))
             response = await client.send(request, stream=True)
             try:
                 async for piece in response.aiter_bytes():
