@@ -33,7 +33,12 @@ The I/O contract:
   client's task: no task is started, nothing runs when the client is not reading, and a
   client that closes the response (or is cancelled) closes the upstream response at once.
 - An upstream stream that dropped with nothing to heal drops for the client too
-  (``httpx.RemoteProtocolError``; the openai SDK raises ``APIConnectionError``).
+  (``httpx.RemoteProtocolError``; the openai SDK raises ``APIConnectionError``). Any other
+  fault of the network (a drop while a call was written, a stall, garbage; a whole body that
+  broke off; a retry that could not be sent) is the session's (:mod:`toolwire.heal.faults`):
+  the same request once more after a drop, else a typed ``toolwire_upstream_error``, in band or
+  HTTP 502 (504 for a stall) with ``x-should-retry: false``; a retry's own error status on a
+  whole exchange reaches the client with ``x-should-retry: false`` added.
 - A non-streamed healing that fails is HTTP 502 with ``x-should-retry: false`` and an
   ``{"error": {"type": "toolwire_heal_failed", ...}}`` body (the openai SDK raises
   ``InternalServerError`` and does not resend). A non-streamed body with nothing to change
