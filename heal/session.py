@@ -355,7 +355,7 @@ class HealSession:
                     items += encoder.text(held.text)
                 else:
                     items += encoder.reasoning(held.text)
-        if fault is not None:
+        if fault is not None or finish is None:
             # A drop that cut no call (text): the client's stream drops the same way.
             self._observer.attempt_ended(attempt, usage, "dropped")
             return AttemptEnd(items=self._end("dropped", items).items, dropped=True)
