@@ -21,23 +21,17 @@ from .test_session import GOOD_WRITE, Exchange, _body, _calls
 
 pytestmark = pytest.mark.anyio
 
+
+def _call(index: int, call_id: str, arguments: str) -> dict[str, Any]:
+    """A chunk that opens ``write`` call ``index`` with (part of) its arguments."""
+    call = {"index": index, "id": call_id, "type": "function"}
+    return chat_chunk(
+        {"tool_calls": [{**call, "function": {"name": "write", "arguments": arguments}}]}
+    )
+
+
 CUT_CALL = sse_body(
-    [
-        chat_chunk({"content": "Writing it."}),
-        chat_chunk(
-            {
-                "tool_calls": [
-                    {
-                        "index": 0,
-                        "id": "c",
-                        "type": "function",
-                        "function": {"name": "write", "arguments": '{"path": "no'},
-                    }
-                ]
-            }
-        ),
-    ],
-    done=False,
+    [chat_chunk({"content": "Writing it."}), _call(0, "c", '{"path": "no')], done=False
 )
 
 
@@ -118,26 +112,7 @@ async def test_a_second_drop_ends_with_upstream_dropped_and_the_usage_spent(
     end = await exchange.respond(first)
     assert end.retry is not None
     assert not end.retry.resend
-    broken = sse_body(
-        [
-            usage,
-            *[
-                chat_chunk(
-                    {
-                        "tool_calls": [
-                            {
-                                "index": 0,
-                                "id": "c2",
-                                "type": "function",
-                                "function": {"name": "write", "arguments": '{"pa'},
-                            }
-                        ]
-                    }
-                )
-            ],
-        ],
-        done=False,
-    )
+    broken = sse_body([usage, _call(0, "c2", '{"pa')], done=False)
     end = await _respond(exchange, _failing(broken, httpx.ReadError("")))
     assert end.retry is not None
     assert end.retry.resend
@@ -156,35 +131,7 @@ async def test_a_drop_after_a_call_went_out_is_not_sent_again(anyio_backend: str
     """The model, asked the same thing again, might write that call differently: the client
     would run both. The exchange ends with the typed error; the call sent stands."""
     exchange = Exchange("openai-chat")
-    body = sse_body(
-        [
-            chat_chunk(
-                {
-                    "tool_calls": [
-                        {
-                            "index": 0,
-                            "id": "c1",
-                            "type": "function",
-                            "function": {"name": "write", "arguments": GOOD_WRITE},
-                        }
-                    ]
-                }
-            ),
-            chat_chunk(
-                {
-                    "tool_calls": [
-                        {
-                            "index": 1,
-                            "id": "c2",
-                            "type": "function",
-                            "function": {"name": "write", "arguments": '{"pa'},
-                        }
-                    ]
-                }
-            ),
-        ],
-        done=False,
-    )
+    body = sse_body([_call(0, "c1", GOOD_WRITE), _call(1, "c2", '{"pa')], done=False)
     end = await _respond(exchange, _failing(body, httpx.ReadError("")))
     assert end.retry is None
     assert [call["id"] for call in exchange.calls()] == ["c1"]
