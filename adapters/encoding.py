@@ -50,6 +50,7 @@ __all__ = [
     "call_arguments",
     "call_arguments_object",
     "error_payload",
+    "failure_type",
     "follow_up_body",
     "json_object",
     "named_sse_frame",
@@ -263,6 +264,13 @@ def re_encode(encoder: HealEncoder, event: Event) -> list[WireItem]:
 def provider_blocks(encoder: HealEncoder, event: ProviderContent) -> list[WireItem]:
     """What the blocks of ``event`` (reported as each ended) put on the wire, in order."""
     return [item for block in event.items for item in encoder.provider_block(block)]
+
+
+def failure_type(upstream: bool) -> str:
+    """The ``type`` of an error toolwire ends an exchange with itself: ``toolwire_upstream_error``
+    when the network failed it (a drop, a stall, a protocol error), else
+    ``toolwire_heal_failed`` (no valid call came in the retries)."""
+    return "toolwire_upstream_error" if upstream else "toolwire_heal_failed"
 
 
 def error_item(items: Iterable[WireItem]) -> dict[str, Any] | None:

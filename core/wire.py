@@ -169,8 +169,14 @@ class HealEncoder(Protocol):
     def upstream_error(self, error: ProviderError) -> dict[str, Any]:
         """The error object for a server's fatal error (its own payload when it is whole)."""
 
-    def heal_failed(self, message: str, code: str) -> dict[str, Any]:
-        """The error object for a healing that failed (``type: toolwire_heal_failed``)."""
+    def heal_failed(
+        self, message: str, code: str, *, status: int = 502, upstream: bool = False
+    ) -> dict[str, Any]:
+        """The error object of an exchange toolwire ends itself: its healing failed (``type:
+        toolwire_heal_failed``), or, with ``upstream``, the network failed it (``type:
+        toolwire_upstream_error``: a drop, a stall, a protocol error). ``status`` is the HTTP
+        status it stands for (a format whose errors carry one writes it); the usage set with
+        :meth:`set_usage` (what the exchange spent) goes with it in the format's shape."""
 
 
 class WireFormat(Protocol):

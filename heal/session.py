@@ -26,6 +26,14 @@ What the client can rely on:
   in-band error (``type: toolwire_heal_failed``) that states toolwire's messages.
 - A server error (an in-band error, a body that is no stream) reaches the client as an in-band
   error; a stream that dropped with no call cut drops for the client too (``dropped``).
+- A fault of the network (:mod:`toolwire.heal.faults`) is never healed as the model's: a
+  drop that cut a call, when no call of that response went out, sends the same request again,
+  once per exchange (:attr:`Retry.resend`; not a retry of ``max_retries``: the model is told
+  nothing); past that, and for a stall or a protocol error at once, the exchange ends with
+  the format's error, ``type: toolwire_upstream_error``, ``code`` ``upstream_dropped``,
+  ``upstream_timeout`` or ``upstream_protocol_error`` (:attr:`HealSession.error_status`: 502,
+  504 for a stall). A stall thus costs one read timeout, never one per retry.
+- An error toolwire ends the exchange with itself carries the usage spent so far.
 - Text is never lost silently (issue 19): a piece of a response toolwire could not read (not
   JSON, invalid UTF-8, a shape the format never sends, an event over the framing cap) may have
   held text as well as a call, and cannot be passed on unjudged (it may hold a call). The
@@ -61,6 +69,7 @@ from ..core.events import (
 from ..core.mapper import cap_text
 from ..core.turn import TurnBuilder
 from ..core.wire import HealEncoder, HealPlan, NextMessages, WireFormat, WireItem
+from .faults import Fault, exception_fault, stream_fault
 
 __all__ = [
     "AttemptEnd",
@@ -106,7 +115,8 @@ class Retry(msgspec.Struct, frozen=True, kw_only=True):
 
     ``attempt`` counts retries from 1; ``cause`` is the first rejected call's
     (:func:`heal_cause`), ``causes`` every rejected call's; ``max_tokens`` the raised limit,
-    when it was raised.
+    when it was raised. ``resend``: the same request sent again after a drop (``cause`` is
+    ``upstream_dropped``), not a retry that asks the model again.
     """
 
     attempt: int
@@ -114,6 +124,7 @@ class Retry(msgspec.Struct, frozen=True, kw_only=True):
     cause: str
     causes: tuple[str, ...]
     max_tokens: int | None = None
+    resend: bool = False
 
 
 class AttemptEnd(msgspec.Struct, frozen=True, kw_only=True):
@@ -198,7 +209,14 @@ class HealSession:
         self._ceiling = max_tokens_ceiling
         self._observer: HealObserver = observer or NullHealObserver()
         self.attempt = 0
+        #: Retries that asked the model again (at most ``max_retries``), and whether the one
+        #: resend after a drop was spent; ``attempt`` counts both.
+        self._asked = 0
+        self._resent = False
+        self._resending = False
         self.outcome: HealOutcome | None = None
+        #: The HTTP status of a whole (non-streamed) exchange that ends in toolwire's error.
+        self.error_status = 502
         #: Something the client receives differs from what the first response said (a repair,
         #: an id toolwire gave, a corrected finish, a rejection): a non-streamed body that was
         #: not rewritten may go to the client byte for byte.
@@ -259,7 +277,8 @@ class HealSession:
                 self._usage = event
             case ProviderError() if event.fatal:
                 self._fatal = event
-            case ProviderError() if event.kind in _LOST_PIECE:
+            case ProviderError() if event.kind in _LOST_PIECE and self._fatal is None:
+                # (After a failed read, an unreadable piece is only what the failure cut.)
                 return self._lost_piece(event)
             case Finish():
                 self._finish = event
@@ -318,9 +337,13 @@ class HealSession:
             self.rewritten = True
             return self._end("upstream_error", encoder.error(encoder.upstream_error(fatal)))
         rejected = self._rejected
+        fault = stream_fault(fatal, finish)
+        if fault is not None and (rejected or fault.kind != "dropped"):
+            # The network failed the response: not the model's to answer for (issue 18).
+            return self._faulted(fault)
         if rejected:
             self._observer.attempt_ended(attempt, usage, "rejected")
-            if attempt < self._max_retries:
+            if self._asked < self._max_retries:
                 return self._retry(rejected)
             return self._give_up(rejected, finish)
         turn_had_calls = bool(self._builder.build().calls)
@@ -332,7 +355,8 @@ class HealSession:
                     items += encoder.text(held.text)
                 else:
                     items += encoder.reasoning(held.text)
-        if finish is None or finish.reason == "disconnected":
+        if fault is not None or finish is None:
+            # A drop that cut no call (text): the client's stream drops the same way.
             self._observer.attempt_ended(attempt, usage, "dropped")
             return AttemptEnd(items=self._end("dropped", items).items, dropped=True)
         self._observer.attempt_ended(attempt, usage, "accepted")
@@ -361,20 +385,58 @@ class HealSession:
         limit: int | None = None
         if self._ceiling is not None and "token_limit" in causes:
             body, limit = self.wire.raised_limit(body, self._ceiling)
-        self.attempt += 1
+        self._asked += 1
         self.body = body
+        return self._next(causes, limit)
+
+    def _next(self, causes: tuple[str, ...], limit: int | None, resend: bool = False) -> AttemptEnd:
+        self.attempt += 1
+        self._resending = resend
         retry = Retry(
-            attempt=self.attempt, body=body, cause=causes[0], causes=causes, max_tokens=limit
+            attempt=self.attempt,
+            body=self.body,
+            cause=causes[0],
+            causes=causes,
+            max_tokens=limit,
+            resend=resend,
         )
         self._start_attempt()
         self._observer.retry_started(retry)
         return AttemptEnd(items=[], retry=retry)
+
+    def unread(self, error: BaseException) -> AttemptEnd:
+        """The current response could not be read at all (a whole body that broke off), or a
+        retry's request could not be sent: ``error`` is what the shell caught. Nothing of it
+        reached the client; it is a fault of the network (see the module docstring)."""
+        if self.outcome is not None:
+            return AttemptEnd(items=[])
+        return self._faulted(exception_fault(error))
+
+    def _faulted(self, fault: Fault) -> AttemptEnd:
+        """A fault of the network ended the current response: the same request once more (a
+        drop, when no call of the response went out), or the exchange's typed error."""
+        dropped = fault.kind == "dropped"
+        self._observer.attempt_ended(
+            self.attempt, self._usage, "dropped" if dropped else "upstream_error"
+        )
+        if dropped and not self._resent and not self._sent_now:
+            self._resent = True
+            return self._next((fault.code,), None, resend=True)
+        encoder = self.encoder
+        encoder.set_usage(self._total_usage)
+        self.error_status = fault.status
+        self.rewritten = True
+        error = encoder.heal_failed(
+            fault.message(self._resent), fault.code, status=fault.status, upstream=True
+        )
+        return self._end("dropped" if dropped else "upstream_error", encoder.error(error))
 
     def _give_up(self, rejected: list[ToolCallRejected], finish: Finish | None) -> AttemptEnd:
         encoder = self.encoder
         if finish is not None and finish.cut_by == "token_limit":
             encoder.set_usage(self._total_usage)
             return self._end("length", [*encoder.finish(encoder.LENGTH), *encoder.end()])
+        encoder.set_usage(self._total_usage)
         return self._end("failed", encoder.error(self._failure(rejected)))
 
     def _failure(self, rejected: list[ToolCallRejected]) -> dict[str, Any]:
@@ -383,7 +445,7 @@ class HealSession:
             or f"Tool call `{event.call.name}` (id {event.call.call_id}) was rejected."
             for event in rejected
         )
-        retries = self.attempt
+        retries = self._asked
         asked = f"after {retries} {'retry' if retries == 1 else 'retries'}"
         return self.encoder.heal_failed(
             f"toolwire did not pass on a tool call the model sent ({asked}); "
@@ -396,9 +458,14 @@ class HealSession:
         if self.outcome is not None:
             return []
         self._observer.attempt_ended(self.attempt, None, "http_error")
+        self.encoder.set_usage(self._total_usage)
+        asked = (
+            "sent the request again after the connection dropped"
+            if self._resending
+            else f"asked the model again (retry {self._asked}) after rejecting a tool call"
+        )
         error = self.encoder.heal_failed(
-            f"toolwire asked the model again (retry {self.attempt}) after rejecting "
-            f"a tool call, and the server answered HTTP {status}: {cap_text(body, 1000)}",
+            f"toolwire {asked}, and the server answered HTTP {status}: {cap_text(body, 1000)}",
             "retry_http_status",
         )
         return self._end("failed", self.encoder.error(error)).items

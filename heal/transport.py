@@ -33,7 +33,12 @@ The I/O contract:
   client's task: no task is started, nothing runs when the client is not reading, and a
   client that closes the response (or is cancelled) closes the upstream response at once.
 - An upstream stream that dropped with nothing to heal drops for the client too
-  (``httpx.RemoteProtocolError``; the openai SDK raises ``APIConnectionError``).
+  (``httpx.RemoteProtocolError``; the openai SDK raises ``APIConnectionError``). Any other
+  fault of the network (a drop while a call was written, a stall, garbage; a whole body that
+  broke off; a retry that could not be sent) is the session's (:mod:`toolwire.heal.faults`):
+  the same request once more after a drop, else a typed ``toolwire_upstream_error``, in band or
+  HTTP 502 (504 for a stall) with ``x-should-retry: false``; a retry's own error status on a
+  whole exchange reaches the client with ``x-should-retry: false`` added.
 - A non-streamed healing that fails is HTTP 502 with ``x-should-retry: false`` and an
   ``{"error": {"type": "toolwire_heal_failed", ...}}`` body (the openai SDK raises
   ``InternalServerError`` and does not resend). A non-streamed body with nothing to change
@@ -65,7 +70,7 @@ from ..core.wire import HealPlan, HealSettings, WireFormat, WireItem
 from ..judge import Policy
 from ..stages.telemetry.observer import Redactor
 from .refusal import Refusal, ToolLimits, compile_refusal, tools_refusal
-from .session import HealSession
+from .session import AttemptEnd, HealSession
 from .telemetry import HealTelemetry
 
 __all__ = ["ADAPTED_HEADER", "HISTORY_REPAIRED_HEADER", "HealingTransport"]
@@ -82,6 +87,8 @@ _ERROR_BODY_CAP = 64 * 1024
 #: a call toolwire will not pass on (502 Bad Gateway), sent with ``x-should-retry: false`` so
 #: that the openai SDK raises at once instead of sending the whole request again.
 FAILED_STATUS = 502
+#: The header the openai and anthropic SDKs obey before sending a request again.
+_SHOULD_RETRY = "x-should-retry"
 #: The response header that says what was adapted so that the server accepts the request
 #: (``assistant_content=1, tool_result_role=2, stream=1``; see each format's ``plan_request``).
 ADAPTED_HEADER = "x-toolwire-adapted"
@@ -362,7 +369,18 @@ class HealingTransport(httpx.AsyncBaseTransport):
     async def _heal_completion(
         self, request: httpx.Request, wire: WireFormat, plan: HealPlan, response: httpx.Response
     ) -> httpx.Response:
-        content = await response.aread()
+        try:
+            content = await response.aread()
+        except httpx.RequestError as error:
+            # The body broke off (a drop, a stall, garbage): a fault of the network, the
+            # session's to answer (the same request once more, or a typed error).
+            session = self._session(wire, plan)
+            try:
+                return await self._heal_read_completion(
+                    request, wire, session, response, b"", None, session.unread(error)
+                )
+            finally:
+                session.close()
         parser_error = isinstance(response, _ParserError)
         first = None if parser_error else wire.read_body(content)
         if first is None and not parser_error and _is_json(content):
@@ -398,32 +416,46 @@ class HealingTransport(httpx.AsyncBaseTransport):
         response: httpx.Response,
         content: bytes,
         first: dict[str, Any] | None,
+        unread: AttemptEnd | None = None,
     ) -> httpx.Response:
-        """Heal ``first``, or the tool-parser error ``response`` when ``first`` is ``None``."""
+        """Heal ``first``, or the tool-parser error ``response`` when ``first`` is ``None``
+        (``unread``: what the session made of a first body that could not be read)."""
         # The first attempt: the completion, or the error body the pipeline reads as a turn
         # with a rejected call; then each retry's completion, the first of which is the answer.
         source: Any = response if first is None else wire.body_as_stream(first)
         items: list[WireItem] = []
+        end = unread
         while True:
-            events = self.pipeline_for(wire).stream(source, request=session.body)
-            try:
-                async for event in events:
-                    items += session.feed(event)
-                    if session.outcome is not None:
-                        break
-            finally:
-                await events.aclose()
-            end = session.end_attempt()
+            if end is None:
+                events = self.pipeline_for(wire).stream(source, request=session.body)
+                try:
+                    async for event in events:
+                        items += session.feed(event)
+                        if session.outcome is not None:
+                            break
+                finally:
+                    await events.aclose()
+                end = session.end_attempt()
             items += end.items
             if end.retry is None:
                 break
-            retry = await self.send_retry(request, end.retry.body)
+            try:
+                retry = await self.send_retry(request, end.retry.body)
+            except httpx.RequestError as error:
+                end = session.unread(error)
+                continue
+            end = None
             if not 200 <= retry.status_code < 300:
-                # Nothing was sent to the client yet: the server's answer is the answer.
+                # Nothing was sent to the client yet: the server's answer is the answer; but
+                # sending the whole exchange again would repeat the work already spent.
                 session.retry_refused(retry.status_code, b"")
+                retry.headers[_SHOULD_RETRY] = "false"
                 return retry
             try:
                 retry_content = await retry.aread()
+            except httpx.RequestError as error:
+                end = session.unread(error)
+                continue
             finally:
                 await _close_quietly(retry)
             read = wire.read_body(retry_content)
@@ -433,7 +465,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
             if first is None:
                 first, response, content = read, retry, retry_content
             source = wire.body_as_stream(read)
-        failed = _failed(wire, items)
+        failed = _failed(wire, items, session.error_status)
         if failed is not None:
             return failed
         assert first is not None  # an error body alone always ends in a retry or a failure
@@ -498,33 +530,47 @@ class _HealedStream(httpx.AsyncByteStream):
             while True:
                 # The response itself: the runner reads it and closes it on every path.
                 source: Any = self._current
+                end: AttemptEnd | None = None
                 if self._whole and not isinstance(source, _ParserError):
                     # The server cannot stream this request: its whole answer, as a stream (a
                     # body that is no completion goes to the runner as is: an in-band error).
-                    content = await self._current.aread()
-                    read = self._wire.read_body(content)
-                    source = content if read is None else self._wire.body_as_stream(read)
-                events = pipeline.stream(source, request=session.body)
-                try:
-                    async for event in events:
-                        items = session.feed(event)
-                        if items:
-                            yield frame(items)
-                        if session.outcome is not None:
-                            break  # ended early (an unreadable piece): nothing more is read
-                finally:
-                    await events.aclose()
-                end = session.end_attempt()
-                if end.items:
-                    yield frame(end.items)
-                if end.dropped:
-                    raise httpx.RemoteProtocolError(
-                        "the upstream stream ended before its finish; toolwire ends this one "
-                        "the same way"
-                    )
-                if end.retry is None:
-                    return
-                self._current = await self._transport.send_retry(self._request, end.retry.body)
+                    try:
+                        content = await self._current.aread()
+                    except httpx.RequestError as error:
+                        end = session.unread(error)  # it broke off: a fault of the network
+                    else:
+                        read = self._wire.read_body(content)
+                        source = content if read is None else self._wire.body_as_stream(read)
+                if end is None:
+                    events = pipeline.stream(source, request=session.body)
+                    try:
+                        async for event in events:
+                            items = session.feed(event)
+                            if items:
+                                yield frame(items)
+                            if session.outcome is not None:
+                                break  # ended early (an unreadable piece): nothing more is read
+                    finally:
+                        await events.aclose()
+                    end = session.end_attempt()
+                while True:
+                    if end.items:
+                        yield frame(end.items)
+                    if end.dropped:
+                        raise httpx.RemoteProtocolError(
+                            "the upstream stream ended before its finish; toolwire ends this "
+                            "one the same way"
+                        )
+                    if end.retry is None:
+                        return
+                    try:
+                        self._current = await self._transport.send_retry(
+                            self._request, end.retry.body
+                        )
+                    except httpx.RequestError as error:
+                        end = session.unread(error)  # not sent: a fault of the network
+                        continue
+                    break
                 status = self._current.status_code
                 if not 200 <= status < 300:
                     body = await _read_capped(self._current)
@@ -548,14 +594,17 @@ def refused(refusal: Refusal) -> httpx.Response:
     )
 
 
-def _failed(wire: WireFormat, items: list[WireItem]) -> httpx.Response | None:
-    """The :data:`FAILED_STATUS` response of a non-streamed exchange that ended in an error."""
+def _failed(
+    wire: WireFormat, items: list[WireItem], status: int = FAILED_STATUS
+) -> httpx.Response | None:
+    """The response of a non-streamed exchange that ended in toolwire's error: ``status``
+    (:data:`FAILED_STATUS`, 504 for a stall), never to be sent again by the SDK."""
     error = wire.error_body(items)
     if error is None:
         return None
     return _whole(
-        FAILED_STATUS,
-        [(b"content-type", b"application/json"), (b"x-should-retry", b"false")],
+        status,
+        [(b"content-type", b"application/json"), (_SHOULD_RETRY.encode(), b"false")],
         _encode(error),
     )
 

@@ -53,7 +53,7 @@ from ...core.events import (
     Usage,
 )
 from ...core.wire import WireItem
-from ..encoding import EncoderState, call_arguments, error_payload, re_encode
+from ..encoding import EncoderState, call_arguments, error_payload, failure_type, re_encode
 from .history import wire_id
 from .wire import LENGTH_STOP_REASONS
 
@@ -258,13 +258,19 @@ class AnthropicEventEncoder(EncoderState):
         kind = error.code if error.kind == "error_payload" and error.code else "api_error"
         return {"type": kind, "message": error.message}
 
-    def heal_failed(self, message: str, code: str) -> dict[str, Any]:
-        """The ``error`` object of a healing that failed: Anthropic's shape, toolwire's type.
+    def heal_failed(
+        self, message: str, code: str, *, status: int = 502, upstream: bool = False
+    ) -> dict[str, Any]:
+        """The error object of an exchange toolwire ends: Anthropic's shape, toolwire's type.
 
-        ``code`` (``tool_call_rejected``, ``retry_http_status``) is an extra field the SDK keeps
-        in ``APIStatusError.body``.
+        ``code`` (``tool_call_rejected``, ``retry_http_status``, ``upstream_dropped``...) and
+        the usage spent (``usage``, as ``message_delta`` writes it) are extra fields the SDK
+        keeps in ``APIStatusError.body``.
         """
-        return {"type": "toolwire_heal_failed", "message": message, "code": code}
+        error: dict[str, Any] = {"type": failure_type(upstream), "message": message, "code": code}
+        if self._usage is not None:
+            error["usage"] = _usage_object(self._usage)
+        return error
 
     # -- a plain re-encoding -----------------------------------------------------------------
 

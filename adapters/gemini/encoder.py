@@ -58,6 +58,8 @@ __all__ = ["ARRAY_CLOSE", "ARRAY_NEXT", "ARRAY_OPEN", "ArrayMark", "GeminiChunkE
 
 #: The ``status`` of an error toolwire writes when healing fails.
 HEAL_FAILED_STATUS = "TOOLWIRE_HEAL_FAILED"
+#: The ``status`` of an error toolwire writes when the network failed the exchange.
+UPSTREAM_ERROR_STATUS = "TOOLWIRE_UPSTREAM_ERROR"
 
 
 class ArrayMark(Done):
@@ -256,10 +258,15 @@ class GeminiChunkEncoder(EncoderState):
         return [ARRAY_OPEN, ARRAY_CLOSE] if not self._chunks else [ARRAY_CLOSE]
 
     def error(self, error: dict[str, Any]) -> list[WireItem]:
-        """``{"error": error}``, after the calls held (they were accepted: the client's)."""
+        """``{"error": error}``, after the calls held (they were accepted: the client's); an
+        error toolwire writes itself carries the usage spent beside it, as ``usageMetadata``
+        (google-genai keeps the whole element as ``APIError.details``)."""
         out = self._release()
         self._failed = True
-        out += self._element({"error": error})
+        element: dict[str, Any] = {"error": error}
+        if self._usage is not None and error.get("status") in _TOOLWIRE_STATUSES:
+            element["usageMetadata"] = _usage_metadata(self._usage)
+        out += self._element(element)
         if self._array:
             out.append(ARRAY_CLOSE)
         return out
@@ -282,19 +289,23 @@ class GeminiChunkEncoder(EncoderState):
         code = int(error.code) if error.code and error.code.isdigit() else 500
         return {"code": code, "message": error.message, "status": status}
 
-    def heal_failed(self, message: str, code: str) -> dict[str, Any]:
-        """The error object of a healing that failed: Google's shape, toolwire's status.
+    def heal_failed(
+        self, message: str, code: str, *, status: int = 502, upstream: bool = False
+    ) -> dict[str, Any]:
+        """The error object of an exchange toolwire ends: Google's shape, toolwire's status
+        (``TOOLWIRE_HEAL_FAILED``, or ``TOOLWIRE_UPSTREAM_ERROR`` when the network failed it).
 
-        ``code`` 502 (the SDK raises ``ServerError``); toolwire's own code (``tool_call_rejected``,
-        ``retry_http_status``) is the ``reason`` of an ``ErrorInfo`` detail, as Google writes
-        machine-readable reasons.
+        ``code`` is ``status`` (502, 504 for a stall: the SDK raises ``ServerError``); toolwire's
+        own code (``tool_call_rejected``, ``retry_http_status``, ``upstream_dropped``...) is the
+        ``reason`` of an ``ErrorInfo`` detail, as Google writes machine-readable reasons.
         """
         detail = {
             "@type": "type.googleapis.com/google.rpc.ErrorInfo",
             "reason": code,
             "domain": "toolwire",
         }
-        return {"code": 502, "message": message, "status": HEAL_FAILED_STATUS, "details": [detail]}
+        kind = UPSTREAM_ERROR_STATUS if upstream else HEAL_FAILED_STATUS
+        return {"code": status, "message": message, "status": kind, "details": [detail]}
 
     # -- a plain re-encoding -----------------------------------------------------------------
 
@@ -302,6 +313,9 @@ class GeminiChunkEncoder(EncoderState):
         """What ``event`` of a judged stream puts on the wire, with no healing
         (:func:`~toolwire.adapters.encoding.re_encode`)."""
         return re_encode(self, event)
+
+
+_TOOLWIRE_STATUSES = frozenset({HEAL_FAILED_STATUS, UPSTREAM_ERROR_STATUS})
 
 
 def _text_part(text: str, thought: bool) -> dict[str, Any]:

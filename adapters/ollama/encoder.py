@@ -32,15 +32,12 @@ from ...core.events import (
     Usage,
 )
 from ...core.wire import WireItem
-from ..encoding import EncoderState, call_arguments_object, error_payload, re_encode
+from ..encoding import EncoderState, call_arguments_object, error_payload, failure_type, re_encode
 
 if TYPE_CHECKING:
     from ...core.wire import HealEncoder
 
 __all__ = ["OllamaLineEncoder"]
-
-#: The ``type`` of the error line toolwire writes when healing fails (beside ``error``).
-HEAL_FAILED = "toolwire_heal_failed"
 
 
 class OllamaLineEncoder(EncoderState):
@@ -118,11 +115,7 @@ class OllamaLineEncoder(EncoderState):
         fields: dict[str, Any] = {"done": True}
         if reason:
             fields["done_reason"] = reason
-        usage = self._usage
-        if usage is not None and usage.input_tokens is not None:
-            fields["prompt_eval_count"] = usage.input_tokens
-        if usage is not None and usage.output_tokens is not None:
-            fields["eval_count"] = usage.output_tokens
+        fields.update(_counts(self._usage))
         return [self._line({}, **fields)]
 
     def end(self) -> list[WireItem]:
@@ -147,15 +140,30 @@ class OllamaLineEncoder(EncoderState):
             return payload
         return {"error": error.message}
 
-    def heal_failed(self, message: str, code: str) -> dict[str, Any]:
-        """The error line of a healing that failed: Ollama's string, toolwire's type and code
-        beside it (the SDK reads ``error`` only)."""
-        return {"error": message, "type": HEAL_FAILED, "code": code}
+    def heal_failed(
+        self, message: str, code: str, *, status: int = 502, upstream: bool = False
+    ) -> dict[str, Any]:
+        """The error line of an exchange toolwire ends: Ollama's string, toolwire's type and
+        code beside it, and the usage spent as the ``done`` line counts it (the SDK reads
+        ``error`` only)."""
+        line: dict[str, Any] = {"error": message, "type": failure_type(upstream), "code": code}
+        line.update(_counts(self._usage))
+        return line
 
     def feed(self, event: Event) -> list[WireItem]:
         """What ``event`` of a judged stream puts on the wire, with no healing
         (:func:`~toolwire.adapters.encoding.re_encode`)."""
         return re_encode(self, event)
+
+
+def _counts(usage: Usage | None) -> dict[str, int]:
+    """``prompt_eval_count`` / ``eval_count``: usage as Ollama's last line counts it."""
+    counts: dict[str, int] = {}
+    if usage is not None and usage.input_tokens is not None:
+        counts["prompt_eval_count"] = usage.input_tokens
+    if usage is not None and usage.output_tokens is not None:
+        counts["eval_count"] = usage.output_tokens
+    return counts
 
 
 if TYPE_CHECKING:

@@ -44,7 +44,15 @@ from ...core.events import (
     Usage,
 )
 from ...core.wire import DONE, WireItem
-from ..encoding import EncoderState, add_usage, call_arguments, error_payload, re_encode, sse_frame
+from ..encoding import (
+    EncoderState,
+    add_usage,
+    call_arguments,
+    error_payload,
+    failure_type,
+    re_encode,
+    sse_frame,
+)
 
 if TYPE_CHECKING:
     from ...core.wire import HealEncoder
@@ -248,9 +256,20 @@ class ChatChunkEncoder(EncoderState):
         """The ``error`` object for a server's fatal error (:func:`upstream_error_object`)."""
         return upstream_error_object(error)
 
-    def heal_failed(self, message: str, code: str) -> dict[str, Any]:
-        """The ``error`` object of a healing that failed: OpenAI's shape, toolwire's type."""
-        return {"message": message, "type": "toolwire_heal_failed", "param": None, "code": code}
+    def heal_failed(
+        self, message: str, code: str, *, status: int = 502, upstream: bool = False
+    ) -> dict[str, Any]:
+        """The ``error`` object of an exchange toolwire ends: OpenAI's shape, toolwire's type,
+        and the usage spent as ``usage`` (the SDK keeps the object as ``APIError.body``)."""
+        error: dict[str, Any] = {
+            "message": message,
+            "type": failure_type(upstream),
+            "param": None,
+            "code": code,
+        }
+        if self._usage is not None:
+            error["usage"] = usage_object(self._usage)
+        return error
 
     # -- a plain re-encoding -----------------------------------------------------------------
 

@@ -66,7 +66,14 @@ from ...core.events import (
     Usage,
 )
 from ...core.wire import WireItem
-from ..encoding import EncoderState, add_usage, call_arguments, error_payload, re_encode
+from ..encoding import (
+    EncoderState,
+    add_usage,
+    call_arguments,
+    error_payload,
+    failure_type,
+    re_encode,
+)
 
 if TYPE_CHECKING:
     from ...core.wire import HealEncoder
@@ -417,9 +424,21 @@ class ResponsesEventEncoder(EncoderState):
             "param": None,
         }
 
-    def heal_failed(self, message: str, code: str) -> dict[str, Any]:
-        """The error object of a healing that failed (``type: toolwire_heal_failed``)."""
-        return {"type": "toolwire_heal_failed", "code": code, "message": message, "param": None}
+    def heal_failed(
+        self, message: str, code: str, *, status: int = 502, upstream: bool = False
+    ) -> dict[str, Any]:
+        """The error object of an exchange toolwire ends (``type: toolwire_heal_failed``, or
+        ``toolwire_upstream_error``), with the usage spent as ``usage`` in the Responses shape."""
+        error: dict[str, Any] = {
+            "type": failure_type(upstream),
+            "code": code,
+            "message": message,
+            "param": None,
+        }
+        usage = _usage_object(self._usage)
+        if usage is not None:
+            error["usage"] = usage
+        return error
 
     # -- a plain re-encoding -----------------------------------------------------------------
 

@@ -290,7 +290,11 @@ async def test_a_stream_that_dropped_with_nothing_to_heal_drops(anyio_backend: s
     assert exchange.session.outcome == "dropped"
 
 
-async def test_a_call_cut_by_a_drop_is_asked_for_again(anyio_backend: str) -> None:
+async def test_a_call_cut_by_a_drop_is_sent_again_as_it_was_not_asked_for_again(
+    anyio_backend: str,
+) -> None:
+    """A drop is the network's fault, not the model's (issue 18): the same request goes again,
+    with no message to the model (tests/heal/test_session_faults.py has the whole policy)."""
     exchange = Exchange("openai-chat")
     body = sse_body([chat_chunk({"tool_calls": [{"index": 0, "id": "c", "type": "function",
                                                  "function": {"name": "write",
@@ -298,7 +302,9 @@ async def test_a_call_cut_by_a_drop_is_asked_for_again(anyio_backend: str) -> No
                     done=False)
     end = await exchange.respond(body)
     assert end.retry is not None
-    assert end.retry.cause == "disconnected"
+    assert end.retry.resend
+    assert end.retry.cause == "upstream_dropped"
+    assert end.retry.body == _body()
 
 
 async def test_rewritten_says_whether_the_body_may_pass_byte_for_byte(anyio_backend: str) -> None:
