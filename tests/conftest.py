@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,43 @@ _NOT_SLOW = re.compile(r"\bnot\s+slow\b")
 def pytest_configure(config: pytest.Config) -> None:
     global QUICK
     QUICK = bool(_NOT_SLOW.search(config.getoption("markexpr") or ""))
+    _trust_one_root()
+
+
+#: The CA file :func:`_trust_one_root` wrote (this process removes it at the end).
+_ONE_ROOT: list[str] = []
+
+
+def _trust_one_root() -> None:
+    """Point ``SSL_CERT_FILE`` at one root certificate of certifi's bundle, for the whole run.
+
+    Every test speaks plain HTTP to loopback (never the internet), yet httpx builds a TLS
+    context for each client and transport it creates, loading certifi's ~120 roots: 15-20 ms
+    of CPU each, about 500 times in the quick loop (~8 s of its CPU). httpx (and so the
+    openai, anthropic, google-genai and ollama SDKs, and ``toolwire serve``'s upstream client
+    in its subprocess) reads ``SSL_CERT_FILE``; with one certificate in it the context costs
+    well under a millisecond. No test makes a TLS connection, so none sees a difference. A
+    ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` of the caller's own is left alone; xdist's workers
+    inherit the file of the process that started them.
+    """
+    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+        return
+    import certifi
+
+    bundle = Path(certifi.where()).read_text(encoding="ascii")
+    end = "-----END CERTIFICATE-----"
+    first = bundle[bundle.index("-----BEGIN CERTIFICATE-----") : bundle.index(end) + len(end)]
+    handle, path = tempfile.mkstemp(prefix="toolwire-tests-", suffix=".pem")
+    with os.fdopen(handle, "w", encoding="ascii") as file:
+        file.write(first + "\n")
+    os.environ["SSL_CERT_FILE"] = path
+    _ONE_ROOT.append(path)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for path in _ONE_ROOT:
+        os.environ.pop("SSL_CERT_FILE", None)
+        Path(path).unlink(missing_ok=True)
 
 
 def examples(count: int) -> int:
