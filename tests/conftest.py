@@ -7,7 +7,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +125,40 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     if backend == "trio":
         import trio  # noqa: F401  (an ImportError here fails the test, it never skips)
     return backend
+
+
+@pytest.fixture(scope="session")
+def chat_upstream() -> Iterator[Any]:
+    """The scripted Chat Completions upstream (``heal.upstream.HealUpstream``) of the proxy tests.
+
+    One per test process (each xdist worker has its own), in front of which :func:`chat_proxy`
+    and :func:`bare_chat_proxy` run: a ``toolwire serve`` process takes 0.5-1 s to start, and
+    the modules that run it with the same settings used to start one each. A test starts from
+    an empty script and empty records (``reset()``, by the modules' autouse fixtures); a test
+    that needs other settings still starts its own proxy.
+    """
+    from heal.upstream import running_upstream
+
+    with running_upstream() as scripted:
+        yield scripted
+
+
+@pytest.fixture(scope="session")
+def chat_proxy(chat_upstream: Any) -> Iterator[Any]:
+    """``toolwire serve --provider llama-cpp`` in front of :func:`chat_upstream`, shared."""
+    from serve.proxy import running_proxy
+
+    with running_proxy("--upstream", chat_upstream.base_url, "--provider", "llama-cpp") as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="session")
+def bare_chat_proxy(chat_upstream: Any) -> Iterator[Any]:
+    """``toolwire serve --no-heal`` in front of :func:`chat_upstream`, shared."""
+    from serve.proxy import running_proxy
+
+    with running_proxy("--upstream", chat_upstream.base_url, "--no-heal") as proxy:
+        yield proxy
 
 
 @pytest.fixture(scope="session")
