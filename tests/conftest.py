@@ -89,6 +89,24 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         Path(path).unlink(missing_ok=True)
 
 
+#: Where the tests mostly wait rather than compute: for a ``toolwire serve`` or a ``toolwire``
+#: command to start (0.5-1 s each), for loopback round trips through it.
+_WAITING = ("serve/", "cli/", "demo/test_demo_extra.py", "demo/test_demo_command.py",
+            "e2e/test_docs_example.py", "heal/test_transport_wire.py")  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the tests that wait first (otherwise in the order collected).
+
+    pytest-xdist hands tests out in this order. Collected alphabetically, ``tests/serve`` came
+    near the end, so one worker spent the last 20-30 s of the quick loop waiting on proxies
+    while the other had finished. First, their waiting overlaps the other worker's computing,
+    and the thousands of short tests even out the end.
+    """
+    here = Path(__file__).parent
+    items.sort(key=lambda item: not item.path.relative_to(here).as_posix().startswith(_WAITING))
+
+
 def examples(count: int) -> int:
     """``max_examples`` for a hypothesis property: ``count`` in the full suite, a fifth (at least
     10) in the quick loop, where the property still runs, on fewer generated cases."""
