@@ -30,19 +30,9 @@ EVIL = "^(a+)+$"
 HOSTILE = "a" * 29 + "!"
 
 
-# The upstream and the proxy in front of it are shared with the other proxy tests
-# (tests/conftest.py); each test starts from an empty script.
-
-
-@pytest.fixture(autouse=True)
-def upstream(chat_upstream: HealUpstream) -> HealUpstream:
-    chat_upstream.reset()
-    return chat_upstream
-
-
-@pytest.fixture
-def proxy(chat_proxy: Proxy) -> Proxy:
-    return chat_proxy
+# The upstream and the proxy in front of it (tests/serve/conftest.py) are shared with the other
+# proxy tests; each test starts from an empty script.
+pytestmark = pytest.mark.usefixtures("upstream")
 
 
 def _raw(proxy: Proxy, head: bytes, body: bytes = b"") -> tuple[int, bytes]:

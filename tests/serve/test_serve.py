@@ -31,25 +31,18 @@ from heal.upstream import (
 
 from .proxy import Proxy, running_proxy
 
-pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings(SDK_ON_TRIO_LEAK)]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.filterwarnings(SDK_ON_TRIO_LEAK),
+    pytest.mark.usefixtures("upstream"),
+]
 
 SECRET = "sk-test-secret-never-logged"
 CUT = "llama-cpp-python/write_max_tokens_24_cut_mid_string.real.sse"
 
 
-# The upstream and the two proxies in front of it are shared with the other proxy tests
-# (tests/conftest.py); each test starts from an empty script.
-
-
-@pytest.fixture(autouse=True)
-def upstream(chat_upstream: HealUpstream) -> HealUpstream:
-    chat_upstream.reset()
-    return chat_upstream
-
-
-@pytest.fixture
-def proxy(chat_proxy: Proxy) -> Proxy:
-    return chat_proxy
+# The upstream and the proxies in front of it (tests/serve/conftest.py) are shared with the other
+# proxy tests; each test starts from an empty script.
 
 
 @pytest.fixture
