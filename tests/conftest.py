@@ -53,39 +53,44 @@ def pytest_configure(config: pytest.Config) -> None:
     _trust_one_root()
 
 
-#: The CA file :func:`_trust_one_root` wrote (this process removes it at the end).
-_ONE_ROOT: list[str] = []
+#: ``SSL_CERT_FILE`` as the run found it, and the file :func:`_trust_one_root` wrote instead.
+_BEFORE: list[tuple[str | None, str]] = []
+_ONE_ROOT_PREFIX = "toolwire-tests-one-root-"
 
 
 def _trust_one_root() -> None:
     """Point ``SSL_CERT_FILE`` at one root certificate of certifi's bundle, for the whole run.
 
     Every test speaks plain HTTP to loopback (never the internet), yet httpx builds a TLS
-    context for each client and transport it creates, loading certifi's ~120 roots: 15-20 ms
-    of CPU each, about 500 times in the quick loop (~8 s of its CPU). httpx (and so the
-    openai, anthropic, google-genai and ollama SDKs, and ``toolwire serve``'s upstream client
-    in its subprocess) reads ``SSL_CERT_FILE``; with one certificate in it the context costs
-    well under a millisecond. No test makes a TLS connection, so none sees a difference. A
-    ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` of the caller's own is left alone; xdist's workers
-    inherit the file of the process that started them.
+    context for each client and transport it creates, loading every root of the bundle it is
+    given (certifi's, or the system's that ``SSL_CERT_FILE`` names): 15-20 ms of CPU each,
+    about 500 times in the quick loop (~8 s of its CPU). httpx (and so the openai, anthropic,
+    google-genai and ollama SDKs, and ``toolwire serve``'s upstream client in its subprocess)
+    reads ``SSL_CERT_FILE``; with one certificate in it the context costs well under a
+    millisecond. No test makes a TLS connection, so none sees a difference. xdist's workers
+    inherit the file of the process that started them; the value found is put back at the end.
     """
-    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
-        return
+    found = os.environ.get("SSL_CERT_FILE")
+    if found and Path(found).name.startswith(_ONE_ROOT_PREFIX):
+        return  # a worker of a run that already did it
     import certifi
 
     bundle = Path(certifi.where()).read_text(encoding="ascii")
     end = "-----END CERTIFICATE-----"
     first = bundle[bundle.index("-----BEGIN CERTIFICATE-----") : bundle.index(end) + len(end)]
-    handle, path = tempfile.mkstemp(prefix="toolwire-tests-", suffix=".pem")
+    handle, path = tempfile.mkstemp(prefix=_ONE_ROOT_PREFIX, suffix=".pem")
     with os.fdopen(handle, "w", encoding="ascii") as file:
         file.write(first + "\n")
     os.environ["SSL_CERT_FILE"] = path
-    _ONE_ROOT.append(path)
+    _BEFORE.append((found, path))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for path in _ONE_ROOT:
-        os.environ.pop("SSL_CERT_FILE", None)
+    for found, path in _BEFORE:
+        if found is None:
+            os.environ.pop("SSL_CERT_FILE", None)
+        else:
+            os.environ["SSL_CERT_FILE"] = found
         Path(path).unlink(missing_ok=True)
 
 
