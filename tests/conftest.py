@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
-from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
+import tempfile
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,66 @@ _NOT_SLOW = re.compile(r"\bnot\s+slow\b")
 def pytest_configure(config: pytest.Config) -> None:
     global QUICK
     QUICK = bool(_NOT_SLOW.search(config.getoption("markexpr") or ""))
+    _trust_one_root()
+
+
+#: ``SSL_CERT_FILE`` as the run found it, and the file :func:`_trust_one_root` wrote instead.
+_BEFORE: list[tuple[str | None, str]] = []
+_ONE_ROOT_PREFIX = "toolwire-tests-one-root-"
+
+
+def _trust_one_root() -> None:
+    """Point ``SSL_CERT_FILE`` at one root certificate of certifi's bundle, for the whole run.
+
+    Every test speaks plain HTTP to loopback (never the internet), yet httpx builds a TLS
+    context for each client and transport it creates, loading every root of the bundle it is
+    given (certifi's, or the system's that ``SSL_CERT_FILE`` names): 15-20 ms of CPU each,
+    about 500 times in the quick loop (~8 s of its CPU). httpx (and so the openai, anthropic,
+    google-genai and ollama SDKs, and ``toolwire serve``'s upstream client in its subprocess)
+    reads ``SSL_CERT_FILE``; with one certificate in it the context costs well under a
+    millisecond. No test makes a TLS connection, so none sees a difference. xdist's workers
+    inherit the file of the process that started them; the value found is put back at the end.
+    """
+    found = os.environ.get("SSL_CERT_FILE")
+    if found and Path(found).name.startswith(_ONE_ROOT_PREFIX):
+        return  # a worker of a run that already did it
+    import certifi
+
+    bundle = Path(certifi.where()).read_text(encoding="ascii")
+    end = "-----END CERTIFICATE-----"
+    first = bundle[bundle.index("-----BEGIN CERTIFICATE-----") : bundle.index(end) + len(end)]
+    handle, path = tempfile.mkstemp(prefix=_ONE_ROOT_PREFIX, suffix=".pem")
+    with os.fdopen(handle, "w", encoding="ascii") as file:
+        file.write(first + "\n")
+    os.environ["SSL_CERT_FILE"] = path
+    _BEFORE.append((found, path))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for found, path in _BEFORE:
+        if found is None:
+            os.environ.pop("SSL_CERT_FILE", None)
+        else:
+            os.environ["SSL_CERT_FILE"] = found
+        Path(path).unlink(missing_ok=True)
+
+
+#: Where the tests mostly wait rather than compute: for a ``toolwire serve`` or a ``toolwire``
+#: command to start (0.5-1 s each), for loopback round trips through it.
+_WAITING = ("serve/", "cli/", "demo/test_demo_extra.py", "demo/test_demo_command.py",
+            "e2e/test_docs_example.py", "heal/test_transport_wire.py")  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the tests that wait first (otherwise in the order collected).
+
+    pytest-xdist hands tests out in this order. Collected alphabetically, ``tests/serve`` came
+    near the end, so one worker spent the last 20-30 s of the quick loop waiting on proxies
+    while the other had finished. First, their waiting overlaps the other worker's computing,
+    and the thousands of short tests even out the end.
+    """
+    here = Path(__file__).parent
+    items.sort(key=lambda item: not item.path.relative_to(here).as_posix().startswith(_WAITING))
 
 
 def examples(count: int) -> int:
@@ -86,6 +148,40 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     if backend == "trio":
         import trio  # noqa: F401  (an ImportError here fails the test, it never skips)
     return backend
+
+
+@pytest.fixture(scope="session")
+def chat_upstream() -> Iterator[Any]:
+    """The scripted Chat Completions upstream (``heal.upstream.HealUpstream``) of the proxy tests.
+
+    One per test process (each xdist worker has its own), in front of which :func:`chat_proxy`
+    and :func:`bare_chat_proxy` run: a ``toolwire serve`` process takes 0.5-1 s to start, and
+    the modules that run it with the same settings used to start one each. A test starts from
+    an empty script and empty records (``reset()``, by the modules' autouse fixtures); a test
+    that needs other settings still starts its own proxy.
+    """
+    from heal.upstream import running_upstream
+
+    with running_upstream() as scripted:
+        yield scripted
+
+
+@pytest.fixture(scope="session")
+def chat_proxy(chat_upstream: Any) -> Iterator[Any]:
+    """``toolwire serve --provider llama-cpp`` in front of :func:`chat_upstream`, shared."""
+    from serve.proxy import running_proxy
+
+    with running_proxy("--upstream", chat_upstream.base_url, "--provider", "llama-cpp") as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="session")
+def bare_chat_proxy(chat_upstream: Any) -> Iterator[Any]:
+    """``toolwire serve --no-heal`` in front of :func:`chat_upstream`, shared."""
+    from serve.proxy import running_proxy
+
+    with running_proxy("--upstream", chat_upstream.base_url, "--no-heal") as proxy:
+        yield proxy
 
 
 @pytest.fixture(scope="session")

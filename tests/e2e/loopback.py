@@ -102,6 +102,10 @@ class LoopbackHandler(BaseHTTPRequestHandler, Generic[ScriptT]):
     """HTTP/1.1 plumbing; a provider's handler writes ``do_POST`` with these."""
 
     protocol_version = "HTTP/1.1"
+    #: TCP_NODELAY: the status line and headers, then the body or each chunk, go out as separate
+    #: small writes; with Nagle's algorithm each waits for the client's delayed ACK (~40 ms on
+    #: loopback), which is not what a real server's flushed stream does.
+    disable_nagle_algorithm = True
     server: _HTTPServer[ScriptT]
 
     @property

@@ -226,17 +226,12 @@ async def test_a_whole_body_with_prose_goes_to_the_client_byte_for_byte(
 # -- through ``toolwire serve`` ----------------------------------------------------------------
 
 
-@pytest.fixture
-def proxied(upstream: HealUpstream) -> Iterator[str]:
-    from serve.proxy import running_proxy
-
-    with running_proxy("--upstream", upstream.base_url, "--provider", "llama-cpp") as proxy:
-        yield proxy.base_url
-
-
 async def test_the_proxy_heals_calls_in_the_text_streamed_and_not(
-    anyio_backend: str, upstream: HealUpstream, proxied: str
+    anyio_backend: str, chat_upstream: HealUpstream, chat_proxy: Any
 ) -> None:
+    # ``toolwire serve --provider llama-cpp`` and its upstream, shared (tests/conftest.py).
+    upstream, proxied = chat_upstream, chat_proxy.base_url
+    upstream.reset()
     upstream.script(
         _text("I'll write it.\n" + WRITE_CALL, streamed=True),
         _text(CUT_CALL, "length", streamed=True),

@@ -53,6 +53,22 @@ class HealUpstream(ScriptedChatServer):
     #: Bytes of the last stalled stream's events the server managed to write.
     stall_written: int = 0
 
+    def reset(self) -> None:
+        """Forget the script and everything received, for the next test.
+
+        ``gone`` is a new event: a stalled stream of an earlier test that notices its client
+        left only now sets the event it started with, never the next test's.
+        """
+        with self._lock:
+            self.replies.clear()
+            self.requests.clear()
+            self.refused.clear()
+            self.raw_bodies.clear()
+            self.headers.clear()
+            self.paths.clear()
+            self.gone = threading.Event()
+            self.stall_written = 0
+
 
 class _Handler(LoopbackHandler[HealUpstream]):
     def _note(self, body: bytes) -> None:
@@ -95,6 +111,7 @@ class _Handler(LoopbackHandler[HealUpstream]):
         self.end_headers()
         self.close_connection = True
         deadline = time.monotonic() + reply.limit
+        gone = self.script.gone
         try:
             self.script.stall_written = 0
             for piece in sse_events(reply.body)[: reply.events]:
@@ -106,7 +123,7 @@ class _Handler(LoopbackHandler[HealUpstream]):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(b": ping\n\n"), b": ping\n\n"))
                 self.wfile.flush()
         except OSError:  # BrokenPipeError, ConnectionResetError: the client went away
-            self.script.gone.set()
+            gone.set()
 
 
 def running_upstream() -> Loopback[HealUpstream]:

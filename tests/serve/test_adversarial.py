@@ -20,7 +20,7 @@ import openai
 import pytest
 from e2e.server import text_reply, tool_calls_reply
 from heal.client import request
-from heal.upstream import HealUpstream, Reply, Stall, chat_chunk, running_upstream, sse
+from heal.upstream import HealUpstream, Reply, Stall, chat_chunk, sse
 
 from .proxy import Proxy, running_proxy
 
@@ -30,25 +30,9 @@ EVIL = "^(a+)+$"
 HOSTILE = "a" * 29 + "!"
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[HealUpstream]:
-    with running_upstream() as scripted:
-        yield scripted
-
-
-@pytest.fixture(scope="module")
-def proxy(upstream: HealUpstream) -> Iterator[Proxy]:
-    with running_proxy("--upstream", upstream.base_url, "--provider", "llama-cpp") as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def _fresh_script(upstream: HealUpstream) -> None:
-    upstream.script()
-    upstream.requests.clear()
-    upstream.raw_bodies.clear()
-    upstream.headers.clear()
-    upstream.paths.clear()
+# The upstream and the proxy in front of it (tests/serve/conftest.py) are shared with the other
+# proxy tests; each test starts from an empty script.
+pytestmark = pytest.mark.usefixtures("upstream")
 
 
 def _raw(proxy: Proxy, head: bytes, body: bytes = b"") -> tuple[int, bytes]:

@@ -26,45 +26,38 @@ from heal.upstream import (
     Reply,
     Stall,
     completion,
-    running_upstream,
     upstream_went_away,
 )
 
 from .proxy import Proxy, running_proxy
 
-pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings(SDK_ON_TRIO_LEAK)]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.filterwarnings(SDK_ON_TRIO_LEAK),
+    pytest.mark.usefixtures("upstream"),
+]
 
 SECRET = "sk-test-secret-never-logged"
 CUT = "llama-cpp-python/write_max_tokens_24_cut_mid_string.real.sse"
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[HealUpstream]:
-    with running_upstream() as scripted:
-        yield scripted
+# The upstream and the proxies in front of it (tests/serve/conftest.py) are shared with the other
+# proxy tests; each test starts from an empty script.
+
+
+@pytest.fixture
+def bare(bare_chat_proxy: Proxy) -> Proxy:
+    return bare_chat_proxy
 
 
 @pytest.fixture(scope="module")
-def proxy(upstream: HealUpstream) -> Iterator[Proxy]:
-    with running_proxy("--upstream", upstream.base_url, "--provider", "llama-cpp") as running:
+def unreachable() -> Iterator[Proxy]:
+    """A proxy whose upstream's port was free a moment ago: nothing listens there."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with running_proxy("--upstream", f"http://127.0.0.1:{port}/v1") as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def bare(upstream: HealUpstream) -> Iterator[Proxy]:
-    with running_proxy("--upstream", upstream.base_url, "--no-heal") as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def _fresh_script(upstream: HealUpstream) -> None:
-    upstream.script()
-    upstream.requests.clear()
-    upstream.raw_bodies.clear()
-    upstream.headers.clear()
-    upstream.paths.clear()
-    upstream.refused.clear()
-    upstream.gone.clear()
 
 
 def _client(base_url: str) -> openai.AsyncOpenAI:
@@ -193,14 +186,12 @@ async def test_a_body_over_the_limit_is_413_and_never_sent_upstream(
     assert upstream.paths == []
 
 
-async def test_an_unreachable_upstream_is_a_typed_502(anyio_backend: str) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    with running_proxy("--upstream", f"http://127.0.0.1:{port}/v1") as proxy:
-        async with _client(proxy.base_url) as client:
-            with pytest.raises(openai.APIStatusError) as raised:
-                await client.chat.completions.create(**request())
+async def test_an_unreachable_upstream_is_a_typed_502(
+    anyio_backend: str, unreachable: Proxy
+) -> None:
+    async with _client(unreachable.base_url) as client:
+        with pytest.raises(openai.APIStatusError) as raised:
+            await client.chat.completions.create(**request())
     assert raised.value.status_code == 502
     assert raised.value.body["code"] == "upstream_unreachable"  # type: ignore[index]
 

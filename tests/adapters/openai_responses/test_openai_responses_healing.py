@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, NamedTuple
@@ -137,9 +138,12 @@ async def _judged(body: bytes, request: Any = None) -> list[Event]:
 
 
 def _encoded(
-    events: list[Event], request: Any = None, reasoning: ReasoningPart | None = None
+    events: list[Event],
+    request: Any = None,
+    reasoning: ReasoningPart | None = None,
+    created_at: int | None = None,
 ) -> bytes:
-    encoder = ResponsesEventEncoder(request, reasoning=reasoning)
+    encoder = ResponsesEventEncoder(request, reasoning=reasoning, created_at=created_at)
     return RESPONSES.frame(item for event in events for item in encoder.feed(event))
 
 
@@ -201,7 +205,10 @@ async def _round_trip(recording: str, reasoning: ReasoningPart | None) -> RoundT
     body = load_stream(recording)
     request = _recorded_request(body)
     events = await _judged(body, request)
-    encoder = ResponsesEventEncoder(request, reasoning=reasoning)
+    # Both writings carry the same ``created_at``: taken from the clock each, they differed
+    # whenever the two straddled a second (a flaky failure, likelier on a loaded machine).
+    created_at = int(time.time())
+    encoder = ResponsesEventEncoder(request, reasoning=reasoning, created_at=created_at)
     encoded = RESPONSES.frame(item for event in events for item in encoder.feed(event))
     read_back = await _judged(encoded, request)
     return RoundTrip(
@@ -209,7 +216,7 @@ async def _round_trip(recording: str, reasoning: ReasoningPart | None) -> RoundT
         await pipeline.collect(body, request=request),
         encoded,
         await pipeline.collect(encoded, request=request),
-        _encoded(read_back, request, reasoning),
+        _encoded(read_back, request, reasoning, created_at),
         encoder,
     )
 
