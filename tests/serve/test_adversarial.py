@@ -3,7 +3,10 @@ command on uvicorn, a loopback upstream that records what it received.
 
 Each case asserts the status (or the in-band error), that nothing went upstream when nothing
 should have, and, for the attacks that used to freeze the event loop (a catastrophic pattern,
-big tool lists, large bodies), that ``/healthz`` answers other clients within 100 ms meanwhile.
+big tool lists, large bodies), that ``/healthz`` answers other clients meanwhile as fast as it
+did just before the attack: within 100 ms on a quiet machine, and within five times its calm
+answer (at most 1 s) on a loaded one, where a scheduler alone can delay one answer past 100 ms.
+The freezes this guards against lasted 1.4 s to minutes.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from heal.upstream import HealUpstream, Reply, Stall, chat_chunk, sse
 from .proxy import Proxy, running_proxy
 
 HEALTHY_WITHIN = 0.1
+#: However loaded the machine, an answer this late means the proxy's loop was held.
+FROZEN_AFTER = 1.0
 EVIL = "^(a+)+$"
 #: About 100 s of backtracking per validation with Python's ``re``.
 HOSTILE = "a" * 29 + "!"
@@ -75,22 +80,42 @@ class _HealthWatch:
         self._stop = threading.Event()
         self.worst = 0.0
         self.answers = 0
+        self.calm: list[float] = []
         self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _one(self) -> float:
+        start = time.perf_counter()
+        with socket.create_connection(("127.0.0.1", self._port), timeout=30) as raw:
+            raw.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            answer = b""
+            while chunk := raw.recv(4096):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:40]
+        return time.perf_counter() - start
 
     def _poll(self) -> None:
         while not self._stop.is_set():
-            start = time.perf_counter()
-            with socket.create_connection(("127.0.0.1", self._port), timeout=30) as raw:
-                raw.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-                answer = b""
-                while chunk := raw.recv(4096):
-                    answer += chunk
-            assert answer.startswith(b"HTTP/1.1 200 "), answer[:40]
-            self.worst = max(self.worst, time.perf_counter() - start)
+            self.worst = max(self.worst, self._one())
             self.answers += 1
             time.sleep(0.01)
 
+    @property
+    def limit(self) -> float:
+        """100 ms, or five times the calm answers' 90th percentile on a loaded machine (≤ 1 s)."""
+        calm = sorted(self.calm)
+        return min(FROZEN_AFTER, max(HEALTHY_WITHIN, 5 * calm[len(calm) * 9 // 10]))
+
+    def check(self) -> None:
+        assert self.answers > 0
+        assert self.worst < self.limit, (
+            f"/healthz took {self.worst * 1000:.0f} ms during the attack; before it, at most "
+            f"{max(self.calm) * 1000:.0f} ms in {len(self.calm)} answers"
+        )
+
     def __enter__(self) -> _HealthWatch:
+        for _ in range(20):  # the machine's own delay, before the attack
+            self.calm.append(self._one())
+            time.sleep(0.005)
         self._thread.start()
         return self
 
@@ -119,8 +144,7 @@ def test_a_catastrophic_pattern_neither_freezes_the_proxy_nor_reaches_the_agent(
     assert '"tool_calls"' not in response.text
     assert '"code":"tool_call_rejected"' in response.text
     assert took < 5, f"the attack took {took:.1f} s"
-    assert watch.answers > 0
-    assert watch.worst < HEALTHY_WITHIN, f"/healthz took {watch.worst * 1000:.0f} ms"
+    watch.check()
 
 
 def test_a_pattern_that_needs_backtracking_is_a_400_and_never_goes_upstream(
@@ -207,7 +231,7 @@ def test_tools_over_a_limit_are_a_400_naming_it_before_anything_is_sent(
     assert (error["code"], error["type"]) == (code, f"toolwire_{code}")
     assert "(max_tool" in error["message"]
     assert upstream.paths == []
-    assert watch.worst < HEALTHY_WITHIN, f"/healthz took {watch.worst * 1000:.0f} ms"
+    watch.check()
 
 
 def test_new_lists_at_the_limits_every_request_never_stall_other_clients(
@@ -226,8 +250,7 @@ def test_new_lists_at_the_limits_every_request_never_stall_other_clients(
             response = http.post(f"{proxy.base_url}/chat/completions", content=body)
             assert response.status_code == 200
     assert len(upstream.paths) == rounds
-    assert watch.answers > 0
-    assert watch.worst < HEALTHY_WITHIN, f"/healthz took {watch.worst * 1000:.0f} ms"
+    watch.check()
 
 
 # -- part 5: a tool schema the judge cannot use ---------------------------------------------
@@ -299,7 +322,7 @@ def test_a_body_a_lax_upstream_would_read_differently_is_a_400(
     assert response.json()["error"]["code"] == "invalid_request"
     assert "Traceback" not in proxy.log
     assert upstream.paths == []
-    assert watch.worst < HEALTHY_WITHIN, f"/healthz took {watch.worst * 1000:.0f} ms"
+    watch.check()
 
 
 def test_connection_named_forwarded_and_expect_headers_stay_here(
