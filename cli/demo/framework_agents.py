@@ -120,10 +120,21 @@ class AgentTask(msgspec.Struct, frozen=True, kw_only=True):
     city: str
 
 
-#: The tasks of the finish-rate bench (``bench/bench_framework_agents.py``); the first is the
-#: test's, the one with the widest margins.
-AGENT_TASKS: tuple[AgentTask, ...] = (
-    AgentTask(name="paris", prompt="Tell me the weather in Paris and the time there.", city="Paris"),
+#: The tasks of the finish-rate bench (``bench/bench_framework_agents.py``): six phrasings and
+#: four cities. The first is the test's.
+AGENT_TASKS: tuple[AgentTask, ...] = tuple(
+    AgentTask(name=f"{city.lower()}-{number}", prompt=prompt, city=city)
+    for number, (prompt, city) in enumerate(
+        [
+            ("Tell me the weather in Paris and the time there.", "Paris"),
+            ("What is the weather in Paris, and what time is it there?", "Paris"),
+            ("What is the weather and the time in Paris?", "Paris"),
+            ("Tell me the weather in London and the time there.", "London"),
+            ("What is the weather in Tokyo, and what time is it there?", "Tokyo"),
+            ("What is the weather and the time in Berlin?", "Berlin"),
+        ],
+        start=1,
+    )
 )
 
 Mode = Literal["run", "run_stream"]
