@@ -5,7 +5,7 @@ Run: ``.venv/bin/python bench/agent_margins.py RESULT.json [--draws 3] [--limit 
 
 For each request that reached the model server through the proxy, the prompt is rendered by
 llama-cpp-python's own ``chatml-function-calling`` handler (given a stand-in for the model that
-keeps the prompt, as ``tests/demo/test_llama_prompt.py`` does), then decoded greedily on the
+keeps the prompt: ``tests/demo/test_llama_prompt.py``), then decoded greedily on the
 model in this process under the handler's first grammar for ``tool_choice: "auto"``
 (``message:`` or ``functions.<name>:``). Printed: the pick, and its margin in nats: at each
 token where the candidates part, the logit of the chosen token minus that of the best token
@@ -20,44 +20,19 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from llama_cpp import Llama, llama_chat_format
+from llama_cpp import Llama
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from demo.test_llama_prompt import rendered_prompt  # the server's own handler renders it
 
 from toolwire.cli.demo.model_file import check_local_extra
-
-
-class _Rendered(Exception):
-    pass
-
-
-class _PromptCapture:
-    """Stands for ``llama_cpp.Llama`` in the handler: keeps the first prompt, generates nothing."""
-
-    verbose = False
-    prompt = ""
-
-    def create_completion(self, prompt: str, **settings: Any) -> Any:
-        self.prompt = prompt
-        raise _Rendered
-
-
-def rendered_prompt(body: dict[str, Any]) -> str:
-    """The prompt the server renders for ``body``'s first ``"auto"`` decision."""
-    capture = _PromptCapture()
-    try:
-        llama_chat_format.chatml_function_calling(
-            llama=capture,  # type: ignore[arg-type]
-            messages=body["messages"],
-            tools=body["tools"],
-            tool_choice="auto",
-        )
-    except _Rendered:
-        return capture.prompt
-    raise AssertionError("the handler never asked for a completion")
 
 
 class Model:
@@ -135,7 +110,8 @@ def main() -> int:
             candidates = [f"functions.{name}:" for name in names] + ["message:"]
             found = []
             for draw in range(args.draws):
-                prompt = rendered_prompt(body if draw == 0 else redrawn(body))
+                sent = body if draw == 0 else redrawn(body)
+                prompt = rendered_prompt(sent["messages"], "auto", sent["tools"])
                 pick, margins = model.pick(prompt, candidates)
                 found.append((pick.removeprefix("functions.").rstrip(":"), min(margins)))
             smallest = min(smallest, *(margin for _, margin in found))

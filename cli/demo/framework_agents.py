@@ -22,14 +22,15 @@ measured on the real server (``docs/local-servers.md``, "Framework agents that f
   (``output_type``, named ``final_result``), and the openai loop's :data:`ANSWER_TOOL` of the
   same name and schema, whose call ends the loop as a text answer would (the structured-output
   form of the loop; every request it sends is the standard loop's). pydantic-ai asks
-  ``tool_choice: "required"`` for an output tool, which this server refuses (500 in both
-  modes), unless the model profile says the server cannot force a tool
-  (``supports_forced_tool_choice=False``): then it asks ``"auto"``.
+  ``tool_choice: "required"`` for an output tool, which this server refuses (an assertion in
+  its handler: a 500, or an empty body when streamed), unless the model profile says the
+  server cannot force a tool (``supports_forced_tool_choice=False``): then it asks ``"auto"``.
 - **Each result says what comes next.** The template shows the model the tools' names and
   parameters only (no descriptions), and a system prompt that says the order moves nothing;
   without a hint the model cycles ``get_weather``, ``get_time``, ``get_weather``... The tools
   here end their results with the next step (:class:`Toolbox`), as tools written for small
-  models do; then each pick wins by a margin of 0.7 nats or more.
+  models do; then each pick of :data:`AGENT_TASKS`' first task wins by 1 nat or more
+  (``bench/agent_margins.py``), the city by 3.
 """
 
 from __future__ import annotations
