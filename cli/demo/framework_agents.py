@@ -232,7 +232,8 @@ async def agent_proxy(
 def _openai_client(base_url: str) -> Any:
     import openai
 
-    http_client = httpx.AsyncClient(timeout=300, trust_env=False)
+    # Any: the SDK's annotation names httpx2's client; httpx's serves it as well.
+    http_client: Any = httpx.AsyncClient(timeout=300, trust_env=False)
     return openai.AsyncOpenAI(
         base_url=base_url, api_key="local", max_retries=0, http_client=http_client
     )
