@@ -35,15 +35,22 @@ class PromptCapture:
         raise _Rendered
 
 
-def rendered_prompt(messages: list[dict[str, Any]], tool: str) -> str:
+def rendered_prompt(
+    messages: list[dict[str, Any]], tool: str, tools: list[dict[str, Any]] = TOOLS
+) -> str:
+    """The prompt the handler renders for a request naming ``tool`` (``"auto"``: none).
+
+    ``bench/agent_margins.py`` renders the prompts of real agents' requests with it.
+    """
     capture = PromptCapture()
+    choice: Any = "auto" if tool == "auto" else {"type": "function", "function": {"name": tool}}
     try:
         llama_chat_format.chatml_function_calling(
             llama=capture,  # type: ignore[arg-type]
             messages=messages,  # type: ignore[arg-type]
-            tools=TOOLS,
-            tool_choice={"type": "function", "function": {"name": tool}},
-            stream=True,
+            tools=tools,  # type: ignore[arg-type]
+            tool_choice=choice,
+            stream=tool != "auto",
         )
     except _Rendered:
         return capture.prompt

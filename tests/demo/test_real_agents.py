@@ -2,14 +2,16 @@
 
 pydantic-ai's ``Agent`` (``run``, ``run_stream``) and the openai SDK's standard loop (streamed
 and not), changed only in their base URL (``toolwire.cli.demo.framework_agents``), SmolLM2-135M
-at temperature 0. Direct, every run dies on its second request (HTTP 500 on ``content: null``)
-or its first streamed one (an empty body). Through the proxy, every request reaches a server
-that accepts it, the tools run with valid arguments, turn after turn.
+at temperature 0, on a task that needs two tools one after the other, then the answer (a call
+of the answer tool: on this server a text answer is always empty; the module docstring of
+``framework_agents`` says why, and what the tools' results do).
 
-What this model cannot do: stop. With ``tool_choice: "auto"`` SmolLM2-135M answers every tool
-result (shown to it as a user message) with another call, so no run ends in text; a request
-limit ends them here. ``test_a_run_finishes`` records that (strict xfail): it would need a
-model that answers after a result, not a weaker assertion.
+Direct, every run dies on its second request (HTTP 500 on ``content: null``) or its first
+streamed one (an empty body). Through the proxy, the run finishes: ``get_weather`` then
+``get_time``, each run once with the city asked, then the answer, and the server answered 200
+to every request. The assertions are rules, not a transcript: the decisions they rest on were
+measured with a margin of 1 nat or more (``docs/local-servers.md``), and nothing here reads the
+answer's words, which a CPU's rounding may change.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from collections.abc import AsyncIterator
 import pytest
 
 from toolwire.cli.demo.framework_agents import (
+    AGENT_TASKS,
+    ANSWER_TOOL,
     AgentRun,
     Recorder,
     agent_proxy,
+    fits_schema,
     run_openai_loop,
     run_pydantic_ai,
 )
@@ -30,9 +35,9 @@ from toolwire.cli.demo.server import LocalServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-PROMPT = "What is the weather in Paris?"
-#: Requests each run may send: three tool turns, then the limit ends it.
-TURNS = 3
+TASK = AGENT_TASKS[0]
+#: Requests each run may send: the task needs three (two tool turns, then the answer).
+TURNS = 5
 
 
 @pytest.fixture
@@ -50,12 +55,12 @@ async def proxied(local_server: LocalServer) -> AsyncIterator[tuple[str, Recorde
 AGENTS = ["pydantic-ai run", "pydantic-ai run_stream", "openai loop", "openai loop streamed"]
 
 
-async def _run(agent: str, base_url: str, turns: int = TURNS) -> AgentRun:
+async def _run(agent: str, base_url: str) -> AgentRun:
     if agent.startswith("pydantic-ai"):
         mode = "run_stream" if agent.endswith("run_stream") else "run"
-        return await run_pydantic_ai(base_url, MODEL_NAME, PROMPT, mode, request_limit=turns)
+        return await run_pydantic_ai(base_url, MODEL_NAME, TASK, mode, request_limit=TURNS)
     return await run_openai_loop(
-        base_url, MODEL_NAME, PROMPT, stream=agent.endswith("streamed"), max_turns=turns
+        base_url, MODEL_NAME, TASK, stream=agent.endswith("streamed"), max_turns=TURNS
     )
 
 
@@ -69,29 +74,28 @@ async def test_direct_the_run_dies_on_the_servers_refusal(
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-async def test_through_the_proxy_the_server_accepts_every_history(
+async def test_through_the_proxy_the_run_finishes(
     anyio_backend: str, proxied: tuple[str, Recorder], agent: str
 ) -> None:
     url, recorder = proxied
     run = await _run(agent, url)
-    assert [status for _, status in recorder.seen] == [200] * TURNS, run.error
-    assert len(run.ran) >= 2  # two tool turns or more
-    for name, arguments in run.ran:  # every call ran with valid arguments
-        assert name in ("get_weather", "get_time")
-        assert arguments == {"city": "Paris"}
+    assert run.finished, run.error
+    # Two tool turns, each tool run once, with valid arguments: the city asked.
+    assert sorted(name for name, _ in run.ran) == ["get_time", "get_weather"], run.ran
+    for name, arguments in run.ran:
+        assert fits_schema(name, arguments)
+        assert arguments == {"city": TASK.city}
+    assert run.refused == []
+    assert fits_schema(ANSWER_TOOL, run.output), run.output
+    # The server accepted every history: one request per turn, each answered 200.
+    assert [status for _, status in recorder.seen] == [200] * 3, run.error
     for body, _ in recorder.seen:  # in the form llama-cpp-python takes and shows the model
         for message in body["messages"]:
             assert message["role"] in ("system", "user", "assistant")
             assert message.get("content") is not None
             assert message.get("function_call", {}) is not None
         assert body.get("stream") is not True or body.get("tool_choice") != "auto"
-    results = [m for m in recorder.seen[-1][0]["messages"] if "tool_call_id" in m]
-    assert results
-    assert results[0]["content"].startswith("Result of tool call `get_weather`")
-
-
-@pytest.mark.xfail(strict=True, reason="SmolLM2-135M calls a tool again after every result")
-async def test_a_run_finishes(anyio_backend: str, proxied: tuple[str, Recorder]) -> None:
-    url, _ = proxied
-    run = await _run("pydantic-ai run", url, turns=6)
-    assert run.finished, run.error
+    last = recorder.seen[-1][0]["messages"]
+    results = [m["content"] for m in last if "tool_call_id" in m]
+    assert [result.split("`")[1] for result in results] == [name for name, _ in run.ran]
+    assert all(result.startswith("Result of tool call `") for result in results)
