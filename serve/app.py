@@ -359,7 +359,6 @@ def _served(path: str) -> bool:
     return _under_v1(path) or path in _ROOT_PATHS or path.startswith(_ROOT_PREFIXES)
 
 
-
 class _Taken:
     """The bytes of the in-flight budget one request holds (given back when it ends)."""
 
