@@ -49,13 +49,17 @@ async def _hold_open(pool: UpstreamPool, url: str, opened: anyio.Event, go: anyi
         await response.aread()
 
 
+async def _get_models(pool: UpstreamPool, upstream: HealUpstream) -> None:
+    response = await pool.request("GET", f"{upstream.base_url}/models")
+    assert response.status == 200
+
+
 async def test_one_request_at_a_time_reuses_one_connection_in_two_passes(
     anyio_backend: str, upstream: HealUpstream
 ) -> None:
     async with _CountedPool(max_connections=10, max_keepalive_connections=5) as pool:
         for _ in range(20):
-            response = await pool.request("GET", f"{upstream.base_url}/models")
-            assert response.status == 200
+            await _get_models(pool, upstream)
         assert pool.opened == 1
         assert len(pool.connections) == 1
         assert pool.passes == 40  # one when each request came, one when its response ended
@@ -92,8 +96,7 @@ async def test_no_more_connections_than_allowed_and_the_rest_wait(
         seen: list[int] = []
 
         async def one() -> None:
-            response = await pool.request("GET", f"{upstream.base_url}/models")
-            assert response.status == 200
+            await _get_models(pool, upstream)
             seen.append(len(pool.connections))
 
         async with anyio.create_task_group() as group:
@@ -109,8 +112,7 @@ async def test_an_expired_connection_is_closed_not_used_again(
 ) -> None:
     async with _CountedPool(max_connections=10, keepalive_expiry=0.0) as pool:
         for _ in range(3):
-            response = await pool.request("GET", f"{upstream.base_url}/models")
-            assert response.status == 200
+            await _get_models(pool, upstream)
             await anyio.sleep(0.01)
         assert pool.opened == 3
         assert len(pool.connections) <= 1
