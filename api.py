@@ -324,7 +324,7 @@ class Pipeline:
         mapper = open_mapper(self._provider, run.settings)
         # The observer starts with the first read, so a generator never iterated leaves no span.
         return observed_events_of_batches(
-            run_pipeline(source, mapper, run.stages),
+            lambda: run_pipeline(source, mapper, run.stages),
             lambda: self._observer(mapper.provider_name, run),
         )
 

@@ -55,17 +55,19 @@ async def observed_events(
 
 
 async def observed_events_of_batches(
-    batches: AsyncGenerator[list[Event]], start: Callable[[], TurnObserver | NullObserver]
+    open_batches: Callable[[], AsyncGenerator[list[Event]]],
+    start: Callable[[], TurnObserver | NullObserver],
 ) -> AsyncGenerator[Event]:
-    """``observed_events(flatten(batches), start())`` in one hop per event, not three.
+    """``observed_events(flatten(open_batches()), start())`` in one hop per event, not three.
 
-    The observer is ``start()``-ed with the first read, so a generator never iterated leaves no
-    span; each event is shown to it as it is handed on (see :func:`observed_events`). The one
-    path ``Pipeline.stream`` runs per event: every async generator an event passes through
-    costs about a microsecond (issue 20).
+    Nothing is opened before the first read: the observer is ``start()``-ed, then the batches
+    opened, so a generator never iterated leaves no span. Each event is shown to the observer
+    as it is handed on (see :func:`observed_events`). The path ``Pipeline.stream`` runs per
+    event: every async generator an event passes through costs about a microsecond (issue 20).
     """
     with ObserverScope(start()) as observing:
         observe = observing.observe
+        batches = open_batches()
         try:
             async for batch in batches:
                 for event in batch:
