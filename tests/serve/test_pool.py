@@ -54,15 +54,21 @@ async def _get_models(pool: UpstreamPool, upstream: HealUpstream) -> None:
     assert response.status == 200
 
 
-async def test_one_request_at_a_time_reuses_one_connection_in_two_passes(
-    anyio_backend: str, upstream: HealUpstream
+@pytest.mark.parametrize(
+    ("keepalive_expiry", "opened"), [(5.0, 1), (0.0, 3)], ids=["kept-alive", "expired"]
+)
+async def test_one_request_at_a_time_reuses_a_connection_until_it_expires(
+    anyio_backend: str, upstream: HealUpstream, keepalive_expiry: float, opened: int
 ) -> None:
-    async with _CountedPool(max_connections=10, max_keepalive_connections=5) as pool:
-        for _ in range(20):
+    async with _CountedPool(
+        max_connections=10, max_keepalive_connections=5, keepalive_expiry=keepalive_expiry
+    ) as pool:
+        for _ in range(3):
             await _get_models(pool, upstream)
-        assert pool.opened == 1
-        assert len(pool.connections) == 1
-        assert pool.passes == 40  # one when each request came, one when its response ended
+            await anyio.sleep(0.01)
+        assert pool.opened == opened  # an expired one is closed, not used again
+        assert len(pool.connections) <= 1
+        assert pool.passes == 6  # one when each request came, one when its response ended
 
 
 async def test_a_burst_costs_two_passes_a_request_and_keeps_the_keepalive_cap(
@@ -105,14 +111,3 @@ async def test_no_more_connections_than_allowed_and_the_rest_wait(
         assert len(seen) == 12
         assert max(seen) <= 3
         assert pool.opened == 3
-
-
-async def test_an_expired_connection_is_closed_not_used_again(
-    anyio_backend: str, upstream: HealUpstream
-) -> None:
-    async with _CountedPool(max_connections=10, keepalive_expiry=0.0) as pool:
-        for _ in range(3):
-            await _get_models(pool, upstream)
-            await anyio.sleep(0.01)
-        assert pool.opened == 3
-        assert len(pool.connections) <= 1
