@@ -31,11 +31,11 @@ from .adapters.registry import (
 )
 from .core.errors import ConfigurationError
 from .core.events import Event, StopCondition
-from .core.mapper import MapperSettings, ProviderMapper
+from .core.mapper import MapperSettings
 from .core.reading import Source
 from .core.request import RequestFacts
 from .core.results import ToolResult
-from .core.runner import flatten, run_pipeline
+from .core.runner import run_pipeline
 from .core.stage import Stage, SyncStage
 from .core.turn import Turn, TurnBuilder
 from .judge import DEFAULT_POLICY, Policy, Toolset
@@ -50,7 +50,7 @@ from .stages.telemetry.observer import (
     TurnObserver,
     start_observer,
 )
-from .stages.telemetry.observing import observed_batches, observed_events
+from .stages.telemetry.observing import observed_batches, observed_events_of_batches
 from .stages.text_calls import TextCallReader, TextCallStage
 
 __all__ = ["Pipeline", "PipelineOptions", "TextCalls", "TruncatedCalls", "collect", "stream"]
@@ -322,19 +322,11 @@ class Pipeline:
         """
         run = self._run_for(request)
         mapper = open_mapper(self._provider, run.settings)
-        return self._stream(source, mapper, run)
-
-    async def _stream(
-        self, source: Source, mapper: ProviderMapper, run: _Run
-    ) -> AsyncGenerator[Event]:
         # The observer starts with the first read, so a generator never iterated leaves no span.
-        observer = self._observer(mapper.provider_name, run)
-        events = observed_events(flatten(run_pipeline(source, mapper, run.stages)), observer)
-        try:
-            async for event in events:
-                yield event
-        finally:
-            await events.aclose()
+        return observed_events_of_batches(
+            lambda: run_pipeline(source, mapper, run.stages),
+            lambda: self._observer(mapper.provider_name, run),
+        )
 
     async def collect(self, source: Source, *, request: Any = None) -> Turn:
         """Read a whole provider stream and return the :class:`Turn`, every call judged.

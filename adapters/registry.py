@@ -47,6 +47,10 @@ _PACKAGES: dict[str, str] = {
 }
 
 
+#: The providers already imported, by name.
+_FOUND: dict[str, Provider] = {}
+
+
 def provider_names() -> list[str]:
     """Every accepted provider name, sorted."""
     return sorted(_PACKAGES)
@@ -59,8 +63,12 @@ def provider(name: str) -> Provider:
         raise ConfigurationError(
             f"unknown provider {name!r}; expected one of: {', '.join(provider_names())}"
         )
-    module = importlib.import_module(f"{__package__}.{package}")
-    found: Provider = module.PROVIDERS[name]
+    found = _FOUND.get(name)
+    if found is None:
+        # Imported the first time a name is asked for (four times per healed request after it:
+        # import_module is a dict lookup, but not a free one).
+        module = importlib.import_module(f"{__package__}.{package}")
+        found = _FOUND[name] = module.PROVIDERS[name]
     return found
 
 

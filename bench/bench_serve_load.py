@@ -268,6 +268,13 @@ def summary(rounds: list[Round], streams: int) -> dict[str, Any]:
         for q in ("p50", "p99"):
             heal, bare = out["heal"][metric][q], out["bare"][metric][q]
             out.setdefault("added_ms", {})[f"{metric}.{q}"] = heal - bare
+    # Issue 20's targets, side by side in this run: healing's CPU per stream as a multiple of
+    # the bare proxy's (<= 1.15), and what it adds to the first byte's p50 (<= +20 ms).
+    cpu = {mode: [r.cpu_seconds for r in rounds if r.mode == mode] for mode in ("bare", "heal")}
+    out["cpu_ratio"] = sum(cpu["heal"]) / sum(cpu["bare"])
+    out["cpu_ratio_per_round_pair"] = [
+        round(heal / bare, 3) for bare, heal in zip(cpu["bare"], cpu["heal"], strict=True)
+    ]
     return out
 
 
@@ -531,6 +538,10 @@ def main() -> int:
         )
     added = result["added_ms"]
     print("healing adds: " + ", ".join(f"{k} {v:+.2f} ms" for k, v in added.items()))
+    pairs = ", ".join(f"{ratio:.2f}" for ratio in result["cpu_ratio_per_round_pair"])
+    print(
+        f"healing CPU per stream: {result['cpu_ratio']:.3f}x the bare proxy's (round pairs {pairs})"
+    )
     return 0 if result["heal"]["errors"] == result["bare"]["errors"] == 0 else 1
 
 

@@ -10,7 +10,9 @@ connection per target: httpx, and the openai SDK (which parses every answer). Ta
 taken in turn, request by request (direct, bare, healing), so all three see the same machine.
 
 For each client and body (whole JSON, SSE stream) it reports p50 / p99 of the time from sending
-a request to its last byte, and what each proxy adds over direct at p50. Then one heal: a
+a request to its last byte, what each proxy adds over direct at p50, and each proxy's CPU per
+request (its process's CPU time over the series, both proxies measured in the same run) with
+healing's as a multiple of the bare proxy's. Then one heal: a
 request whose first answer is a call cut by the token limit, through the healing proxy; its
 cost beyond the retry's own upstream time is ``healed - passed - direct`` (p50s), where
 ``passed`` is the same request answered well at once.
@@ -27,6 +29,7 @@ from typing import Any
 
 import httpx
 import openai
+import psutil
 from bench_serve_load import TOOLS, percentile, start_proxy, start_upstream
 
 MESSAGES = [{"role": "user", "content": "write"}]
@@ -90,8 +93,16 @@ def _timed(runs: dict[str, Callable[[], None]], requests: int) -> dict[str, list
     return samples
 
 
-def measure(bases: dict[str, str], requests: int) -> dict[str, Any]:
+def _cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+def measure(
+    bases: dict[str, str], requests: int, pids: dict[str, int] | None = None
+) -> dict[str, Any]:
     results: dict[str, Any] = {}
+    processes = {name: psutil.Process(pid) for name, pid in (pids or {}).items()}
     for kind in ("httpx", "openai"):
         senders, opened = _clients(kind, bases)
         try:
@@ -100,7 +111,12 @@ def measure(bases: dict[str, str], requests: int) -> dict[str, Any]:
                 runs = {
                     name: (lambda s=send, st=stream: s("ok", st)) for name, send in senders.items()
                 }
+                cpu_before = {name: _cpu_seconds(process) for name, process in processes.items()}
                 samples = _timed(runs, requests)
+                cpu_ms = {
+                    name: (_cpu_seconds(process) - cpu_before[name]) / (requests + 2) * 1e3
+                    for name, process in processes.items()
+                }
                 p50 = {name: statistics.median(values) for name, values in samples.items()}
                 row: dict[str, Any] = {
                     name: [round(p50[name], 2), round(percentile(values, 0.99), 2)]
@@ -109,6 +125,9 @@ def measure(bases: dict[str, str], requests: int) -> dict[str, Any]:
                 row["added p50"] = {
                     name: round(p50[name] - p50["direct"], 2) for name in ("bare", "healing")
                 }
+                if cpu_ms:
+                    row["cpu ms per request"] = {name: round(ms, 3) for name, ms in cpu_ms.items()}
+                    row["cpu ratio"] = round(cpu_ms["healing"] / cpu_ms["bare"], 3)
                 results[f"{kind} {body}"] = row
                 heal_runs = {
                     "direct": lambda st=stream, go=senders["direct"]: go("ok", st),
@@ -140,7 +159,9 @@ def main() -> int:
         healing, healing_url = start_proxy(direct)
         processes.append(healing)
         results = measure(
-            {"direct": direct, "bare": bare_url, "healing": healing_url}, args.requests
+            {"direct": direct, "bare": bare_url, "healing": healing_url},
+            args.requests,
+            {"bare": bare.pid, "healing": healing.pid},
         )
     finally:
         for process in processes:
@@ -157,10 +178,12 @@ def main() -> int:
         )
         added = row["added p50"]
         heal = row["one heal"]
+        cpu = row["cpu ms per request"]
         print(
             f"{case:14} {cells}  added p50: bare +{added['bare']:.2f} "
             f"healing +{added['healing']:.2f}  one heal: +{heal['beyond the retry']:.2f} "
-            "beyond its retry"
+            f"beyond its retry  CPU/request: bare {cpu['bare']:.3f} healing "
+            f"{cpu['healing']:.3f} ms ({row['cpu ratio']:.2f}x)"
         )
     return 0
 

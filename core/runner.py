@@ -76,10 +76,20 @@ class FusedSteps:
                     continue
                 current = listed
             produced: list[Event] = []
+            feed = step.feed
             for event in current:
-                produced.extend(await feed_step(step, heavy, event))
+                if heavy is not None and heavy(event):
+                    produced.extend(await feed_step(step, heavy, event))
+                else:
+                    produced.extend(feed(event))  # no coroutine per event on the common path
             current = produced
         return current if isinstance(current, list) else list(current)
+
+    async def apply(self, batch: list[Event]) -> list[Event]:
+        """One batch through every step (:class:`~toolwire.core.reading.BatchSteps`)."""
+        if self.may_offload:
+            return await self.feed_many_offloading(batch)
+        return self.feed_many(batch)
 
     def finish(self) -> list[Event]:
         """Flush every step in order; what step k flushes still goes through the steps after it."""
@@ -88,30 +98,6 @@ class FusedSteps:
             later = FusedSteps(self._steps[position + 1 :])
             out.extend(later.feed_many(step.finish()))
         return out
-
-
-async def _fused_head(
-    source: Source, mapper: ProviderMapper, steps: FusedSteps | None
-) -> AsyncGenerator[list[Event]]:
-    batches = mapped_batches(source, mapper)
-    try:
-        async for batch in batches:
-            if steps is None:
-                yield batch
-            else:
-                out = (
-                    await steps.feed_many_offloading(batch)
-                    if steps.may_offload
-                    else steps.feed_many(batch)
-                )
-                if out:
-                    yield out
-        if steps is not None:
-            tail = steps.finish()
-            if tail:
-                yield tail
-    finally:
-        await batches.aclose()
 
 
 async def flatten(batches: AsyncGenerator[list[Event]]) -> AsyncGenerator[Event]:
@@ -146,7 +132,7 @@ def run_pipeline(
             break
         leading.append(stage.start())
         rest_index += 1
-    head = _fused_head(source, mapper, FusedSteps(leading) if leading else None)
+    head = mapped_batches(source, mapper, FusedSteps(leading) if leading else None)
     rest = stages[rest_index:]
     if not rest:
         return head

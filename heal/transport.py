@@ -528,8 +528,8 @@ class _HealedStream(httpx.AsyncByteStream):
         frame = self._wire.frame
         try:
             while True:
-                # The response itself: the runner reads it and closes it on every path.
-                source: Any = self._current
+                # The response (or its stream): the runner reads it and closes it on every path.
+                source: Any = _body_of(self._current)
                 end: AttemptEnd | None = None
                 if self._whole and not isinstance(source, _ParserError):
                     # The server cannot stream this request: its whole answer, as a stream (a
@@ -579,6 +579,26 @@ class _HealedStream(httpx.AsyncByteStream):
         finally:
             session.close()
             await _close_quietly(self._current)
+
+
+def _body_of(response: httpx.Response) -> Any:
+    """What the pipeline reads of an upstream response: the response, or its stream itself.
+
+    A 2xx response with nothing to decode (no ``Content-Encoding``) is its stream, byte for
+    byte: read through ``aiter_bytes`` each piece crossed two more async generators (the
+    decoder's and ``aiter_raw``'s) for nothing (issue 20). Anything else (an error status, a
+    tool-parser error, a compressed body) goes as the response, read as the runner reads one.
+    """
+    stream = response.stream
+    if (
+        type(response) is httpx.Response
+        and 200 <= response.status_code < 300
+        and isinstance(stream, httpx.AsyncByteStream)
+        and response.headers.get("content-encoding", "identity") == "identity"
+        and not response.is_stream_consumed
+    ):
+        return stream
+    return response
 
 
 def refused(refusal: Refusal) -> httpx.Response:

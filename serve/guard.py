@@ -27,6 +27,7 @@ trusts them must hear them from a proxy it trusts, not from a client).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote
@@ -69,6 +70,10 @@ _REQUEST_DROPPED = HOP_BY_HOP | {
 _CLIENT_CLAIMS_PREFIX = b"x-forwarded-"
 #: Characters that change a URL's structure once a decoded segment is put back into one.
 _STRUCTURAL = frozenset("/\\?#")
+#: A path with nothing to decode (no ``%``) whose segments are neither ``.`` nor ``..`` and hold
+#: none of the characters :func:`_unsafe` refuses: decoded once or twice it is itself, so it is
+#: safe without the loop (26 us of every request for ``/v1/chat/completions``; this, ~1 us).
+_PLAIN_PATH = re.compile(r"[^/]*(?:/(?!\.\.?(?:/|\Z))[^/\\?#%\x00-\x1f\x7f]*)*")
 
 
 def path_refusal(path: str, raw_path: bytes | None) -> Refusal | None:
@@ -81,6 +86,8 @@ def path_refusal(path: str, raw_path: bytes | None) -> Refusal | None:
     if raw_path is not None:
         forms.append(raw_path.decode("latin-1"))
     for form in forms:
+        if _PLAIN_PATH.fullmatch(form):
+            continue
         for segment in form.split("/")[1:]:
             once = unquote(segment)
             for decoded in (segment, once, unquote(once)):

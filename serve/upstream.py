@@ -26,6 +26,8 @@ import typing
 import httpcore
 import httpx
 
+from .pool import UpstreamPool
+
 __all__ = ["CheckedUpstream"]
 
 
@@ -96,8 +98,9 @@ class CheckedUpstream(httpx.AsyncBaseTransport):
 
     def __init__(self, limits: httpx.Limits) -> None:
         transport = httpx.AsyncHTTPTransport(limits=limits)
-        # httpx builds its pool with no way to name a network backend: the same pool, with one.
-        transport._pool = httpcore.AsyncConnectionPool(
+        # httpx builds its pool with no way to name a network backend: the same pool, with one
+        # (and an assignment pass that does not grow with the pool: serve/pool.py).
+        transport._pool = UpstreamPool(
             ssl_context=httpx.create_ssl_context(),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
