@@ -7,9 +7,12 @@ algorithm held the response body until the client acknowledged the head, and the
 delays that acknowledgement by ~40 ms. A heal (one retry) paid it twice.
 
 Each test times the same requests direct to the upstream and through the real command
-(uvicorn, healing on), interleaved on two kept-alive connections, and compares medians. Idle,
-the added p50 is under 2 ms and one heal costs under 5 ms beyond its retry's own upstream time
-(``docs/serve.md``); the asserts leave room for a loaded machine (10 and 15 ms) and still fail
+(uvicorn, healing on), interleaved on two kept-alive connections, and compares the fastest of
+each (min of N). A Nagle stall delays every response, so the fastest carries it too; a noisy
+neighbour only ever adds time, so the fastest of 30 is what it moves least (the medians moved
+by up to 17 ms at a load average of 8-10, stall or not, and failed this test). Idle, the added
+p50 is under 2 ms and one heal costs under 5 ms beyond its retry's own upstream time
+(``bench/bench_serve_sequential.py``, ``docs/serve.md``); the asserts (10 and 15 ms) still fail
 on a 40 ms stall. The upstream sets ``TCP_NODELAY`` as real servers do: the stdlib server of
 the other tests writes head and body in two sends and stalls by itself, direct.
 """
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import http.client
 import socket
-import statistics
 import time
 from collections.abc import Callable, Iterator
 
@@ -37,7 +39,7 @@ pytestmark = pytest.mark.slow
 
 #: Timed pairs per test (after warming both connections up).
 ROUNDS = 30
-#: Milliseconds a request may add over direct (p50): under 2 idle; a Nagle stall adds ~40.
+#: Milliseconds a request may add over direct (fastest of each): a Nagle stall adds ~40.
 ADDED_LIMIT_MS = 10.0
 #: Milliseconds one heal may cost beyond its retry's own upstream time: under 5 idle.
 HEAL_LIMIT_MS = 15.0
@@ -84,8 +86,8 @@ def _timed(client: httpx.Client, url: str, stream: bool) -> tuple[float, bytes]:
     return (time.perf_counter() - start) * 1000, body
 
 
-def _medians(upstream: HealUpstream, timings: dict[str, Callable[[], float]]) -> dict[str, float]:
-    """The median of each timing, taken in turn ``ROUNDS`` times after two warm-up rounds."""
+def _fastest(upstream: HealUpstream, timings: dict[str, Callable[[], float]]) -> dict[str, float]:
+    """The fastest of each timing, taken in turn ``ROUNDS`` times after two warm-up rounds."""
     samples: dict[str, list[float]] = {name: [] for name in timings}
     for round_ in range(ROUNDS + 2):
         for name, timing in timings.items():
@@ -93,7 +95,7 @@ def _medians(upstream: HealUpstream, timings: dict[str, Callable[[], float]]) ->
             if round_ >= 2:
                 samples[name].append(elapsed)
     assert upstream.refused == []
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return {name: min(values) for name, values in samples.items()}
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
@@ -111,12 +113,12 @@ def test_a_sequential_client_waits_no_longer_through_the_healing_proxy(
 
             return one
 
-        medians = _medians(
+        fastest = _fastest(
             upstream,
             {"direct": timing(direct, upstream.base_url), "proxy": timing(through, proxy.base_url)},
         )
-    added = medians["proxy"] - medians["direct"]
-    assert added <= ADDED_LIMIT_MS, medians
+    added = fastest["proxy"] - fastest["direct"]
+    assert added <= ADDED_LIMIT_MS, fastest
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
@@ -141,12 +143,12 @@ def test_one_heal_costs_little_beyond_its_retrys_own_upstream_time(
             assert b"call_cut" not in body
             return elapsed
 
-        medians = _medians(upstream, {"direct": upstream_alone, "passed": passed, "healed": healed})
+        fastest = _fastest(upstream, {"direct": upstream_alone, "passed": passed, "healed": healed})
     # A healed request is a passed one plus the retry: its own upstream time, and the heal.
-    heal = medians["healed"] - medians["passed"] - medians["direct"]
-    assert heal <= HEAL_LIMIT_MS, medians
+    heal = fastest["healed"] - fastest["passed"] - fastest["direct"]
+    assert heal <= HEAL_LIMIT_MS, fastest
     # And all it adds to the two upstream answers it waited for (a stall here adds ~40 ms).
-    assert medians["healed"] - 2 * medians["direct"] <= ADDED_LIMIT_MS + HEAL_LIMIT_MS, medians
+    assert fastest["healed"] - 2 * fastest["direct"] <= ADDED_LIMIT_MS + HEAL_LIMIT_MS, fastest
 
 
 def test_every_worker_answers_a_sequential_client_without_the_stall(
@@ -176,6 +178,6 @@ def test_every_worker_answers_a_sequential_client_without_the_stall(
             return one
 
         timings = {f"worker {pid}": through(c) for pid, c in connections.items()}
-        medians = _medians(upstream, {"direct": direct_one, **timings})
+        fastest = _fastest(upstream, {"direct": direct_one, **timings})
     for name in timings:
-        assert medians[name] - medians["direct"] <= ADDED_LIMIT_MS, medians
+        assert fastest[name] - fastest["direct"] <= ADDED_LIMIT_MS, fastest
