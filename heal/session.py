@@ -433,10 +433,9 @@ class HealSession:
 
     def _give_up(self, rejected: list[ToolCallRejected], finish: Finish | None) -> AttemptEnd:
         encoder = self.encoder
-        if finish is not None and finish.cut_by == "token_limit":
-            encoder.set_usage(self._total_usage)
-            return self._end("length", [*encoder.finish(encoder.LENGTH), *encoder.end()])
         encoder.set_usage(self._total_usage)
+        if finish is not None and finish.cut_by == "token_limit":
+            return self._end("length", [*encoder.finish(encoder.LENGTH), *encoder.end()])
         return self._end("failed", encoder.error(self._failure(rejected)))
 
     def _failure(self, rejected: list[ToolCallRejected]) -> dict[str, Any]:
