@@ -19,7 +19,7 @@ Only choice 0 is read: toolwire judges one assistant turn per stream.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -84,23 +84,36 @@ class _ErrorBody(msgspec.Struct, gc=False):
     code: str | int | None = None
 
 
-class _LeanChunk(msgspec.Struct, gc=False):
-    """A chunk without the fields only the first chunk needs (fewer strings to allocate)."""
-
+class _Chunk(msgspec.Struct, gc=False):
     object: str | None = None
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
     error: _ErrorBody | str | None = None
     message: str | None = None
-
-
-class _Chunk(_LeanChunk, gc=False):
     id: str | None = None
     model: str | None = None
 
 
+class _HotChoice(msgspec.Struct, gc=False):
+    delta: _Delta
+    index: Literal[0] = 0
+    finish_reason: None = None
+
+
+class _HotChunk(msgspec.Struct, gc=False):
+    """A chunk in the middle of a stream, in the shape most chunks have: one choice (0) with a
+    delta, no finish, no usage, no error. The decoder checks those in C as it reads (a chunk
+    shaped otherwise fails validation and is read again in full, once), so the hot loop does
+    not test them one by one."""
+
+    choices: list[_HotChoice]
+    object: str | None = None
+    usage: None = None
+    error: None = None
+
+
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
-_decode_lean_chunk = msgspec.json.Decoder(_LeanChunk).decode
+_decode_hot_chunk = msgspec.json.Decoder(_HotChunk).decode
 _DONE = b"[DONE]"
 
 _FINISH_REASONS: dict[str, StopReason] = {
@@ -161,64 +174,61 @@ class OpenAIChatMapper(MapperBase):
     def feed_bytes(self, data: bytes) -> list[Event]:
         """Take the next bytes of an SSE body."""
         out: list[Event] = []
-        append = out.append
-        info_sent = self._info_sent
-        decode = _decode_lean_chunk if info_sent else _decode_chunk
-        handle = self._any_chunk
-        continuation = self._calls.continuation
-        state = self._state
-        for payload in self._sse.feed(data).payloads:
-            if state.ended or type(payload) is not bytes or payload[:1] != b"{":
+        payloads = self._sse.feed(data).payloads
+        if not self._info_sent:
+            # The first chunks (model, id) and anything before them: the full decoder.
+            for position, payload in enumerate(payloads):
+                if self._info_sent:
+                    payloads = payloads[position:]
+                    break
                 self._payload(payload, out)
+            else:
+                return out
+        append = out.append
+        continuation = self._calls.continuation
+        ended = self._state.ended
+        for payload in payloads:
+            if ended or type(payload) is not bytes:
+                self._payload(payload, out)
+                ended = self._state.ended
                 continue
             try:
-                chunk = decode(payload)
+                chunk = _decode_hot_chunk(payload)
             except msgspec.MsgspecError:
-                self._payload(payload, out)  # the slow path reports the error precisely
+                # Another shape (the finish, usage, an error, several choices, ``[DONE]``) or
+                # no JSON: read again by the full decoder, which reports errors precisely.
+                self._payload(payload, out)
+                ended = self._state.ended
                 continue
-            if info_sent:
-                # The hot paths, inline (most chunks of a long answer or call): one piece of
-                # text, or one argument piece for the latest call. Anything else, and anything
-                # the call accumulator does not take as a simple continuation, is ``_any_chunk``'s.
-                choices = chunk.choices
-                if (
-                    choices is not None
-                    and len(choices) == 1
-                    and chunk.usage is None
-                    and chunk.error is None
-                ):
-                    choice = choices[0]
-                    delta = choice.delta
-                    if (
-                        delta is not None
-                        and choice.finish_reason is None
-                        and choice.index == 0
-                        and delta.reasoning_content is None
-                        and delta.reasoning is None
-                    ):
-                        tool_calls = delta.tool_calls
-                        if tool_calls is None:
-                            if delta.function_call is None and chunk.object != "error":
-                                if delta.content:
-                                    append(TextDelta(text=delta.content))
-                                continue
-                        elif len(tool_calls) == 1 and delta.content is None:
-                            fragment = tool_calls[0]
-                            function = fragment.function
-                            if (
-                                fragment.id is None
-                                and function is not None
-                                and function.name is None
-                                and type(function.arguments) is str
-                                and continuation(out, fragment.index, function.arguments)
-                            ):
-                                continue
-                handle(chunk, out, payload)
-            else:
-                handle(chunk, out, payload)
-                if self._info_sent:
-                    info_sent = True
-                    decode = _decode_lean_chunk
+            # The hot paths, inline (most chunks of a long answer or call): one piece of text,
+            # or one argument piece for the latest call. Anything else, and anything the call
+            # accumulator does not take as a simple continuation, is ``_any_chunk``'s.
+            choices = chunk.choices
+            if len(choices) == 1 and chunk.object != "error":
+                delta = choices[0].delta
+                if delta.reasoning_content is None and delta.reasoning is None:
+                    tool_calls = delta.tool_calls
+                    if tool_calls is None:
+                        if delta.function_call is None:
+                            if delta.content:
+                                append(TextDelta(text=delta.content))
+                            continue
+                    elif len(tool_calls) == 1 and delta.content is None:
+                        fragment = tool_calls[0]
+                        function = fragment.function
+                        if (
+                            fragment.id is None
+                            and function is not None
+                            and function.name is None
+                            and type(function.arguments) is str
+                            and continuation(out, fragment.index, function.arguments)
+                        ):
+                            continue
+                if chunk.object != "error":
+                    self._any_chunk(chunk, out, payload)
+                    continue
+            self._payload(payload, out)  # an error chunk: read in full, for its message
+            ended = self._state.ended
         return out
 
     def feed_object(self, chunk: object) -> list[Event]:
@@ -279,8 +289,9 @@ class OpenAIChatMapper(MapperBase):
         if chunk is not None:
             self._any_chunk(chunk, out, data)  # type: ignore[arg-type]
 
-    def _any_chunk(self, chunk: _LeanChunk, out: list[Event], data: bytes) -> None:
+    def _any_chunk(self, chunk: _Chunk | _HotChunk, out: list[Event], data: bytes) -> None:
         if chunk.error is not None or chunk.object == "error":
+            assert isinstance(chunk, _Chunk)  # a hot chunk has neither
             self._error(chunk, out, data)
             return
         if not self._info_sent and isinstance(chunk, _Chunk):
@@ -347,7 +358,7 @@ class OpenAIChatMapper(MapperBase):
         if facts.reason == "length":
             facts.length_signal = True
 
-    def _error(self, chunk: _LeanChunk, out: list[Event], data: bytes) -> None:
+    def _error(self, chunk: _Chunk, out: list[Event], data: bytes) -> None:
         body = chunk.error
         code: str | None = None
         if isinstance(body, _ErrorBody):
