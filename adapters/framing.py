@@ -181,6 +181,11 @@ class LineBuffer:
         return len(self._tail) + self._more_size
 
     @property
+    def empty(self) -> bool:
+        """Nothing is held: the next read starts a line."""
+        return not self._tail and not self._more and self._drop_size < 0
+
+    @property
     def in_long_line(self) -> bool:
         """The unfinished line began before the last read: end it with :meth:`end_long_line`."""
         return self._drop_size >= 0 or bool(self._more)

@@ -173,6 +173,8 @@ class SSEDecoder:
         if b"\r" in chunk:
             # Per read is enough: a CRLF split between reads was handled just above.
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if chunk[:6] == _DATA and self._single_event(chunk):
+            return self._frames()
         if b"\n" not in chunk:
             # The line goes on: keep the piece, join nothing (this is what keeps cost linear).
             lines.hold(chunk, self._limit - self._event_size)
@@ -250,6 +252,26 @@ class SSEDecoder:
         if not rest or size > self._limit or not self._bulk(rest):
             for line in rest:
                 self._line(line)
+
+    def _single_event(self, chunk: bytes) -> bool:
+        """The commonest read of a live stream, taken whole: one ``data: X`` event and nothing
+        else, with nothing open before it (a server flushes each token as it comes). False
+        (nothing read) for any other read, which the line paths then read."""
+        if (
+            chunk[-2:] != b"\n\n"
+            or chunk.count(b"\n") != 2
+            or not self._lines.empty
+            or self._data
+            or self._event is not None
+            or self._over_head is not None
+            or len(chunk) > self._limit
+        ):
+            return False
+        self._saw_field = self._saw_data = True
+        if self._names is not None:
+            self._names.append(None)
+        self._payloads.append(chunk[6:-2])
+        return True
 
     def _bulk(self, lines: list[bytes]) -> bool:
         """The hot path: complete events that are all ``data: X`` or all ``event: N``/``data: X``.

@@ -1,7 +1,8 @@
 """The SSE decoder's bulk path gives exactly what its line-by-line path gives, any body, any split.
 
 From an event boundary, a run of events that are all ``data: X`` or all ``event: N`` /
-``data: X`` is split in bulk (``SSEDecoder._bulk``); everything else is read line by line. This
+``data: X`` is split in bulk (``SSEDecoder._bulk``), a read that is one whole ``data: X``
+event is taken at once (``SSEDecoder._single_event``); everything else is read line by line. This
 one property replaces the per-provider framing checks that each private fast path once needed
 (Anthropic's and Responses' framers, Ollama's own line splitting): a decoder with the bulk path
 off must give the same columns, read by read, and the same ``saw_field`` / ``bytes_seen`` /
@@ -25,6 +26,9 @@ class LineByLine(SSEDecoder):
     __slots__ = ()
 
     def _bulk(self, lines: list[bytes]) -> bool:
+        return False
+
+    def _single_event(self, chunk: bytes) -> bool:
         return False
 
 
@@ -116,6 +120,20 @@ def test_bulk_equals_line_by_line_in_fixed_reads(body: bytes, size: int) -> None
     assert state(bulk) == state(general)
 
 
+@settings(max_examples=examples(600), deadline=None)
+@given(events=st.lists(event(), max_size=30), ends=st.sampled_from([b"\n", b"\r\n", b"\r"]))
+def test_bulk_equals_line_by_line_one_event_per_read(
+    events: list[list[bytes]], ends: bytes
+) -> None:
+    """As a live server sends: each read one whole event (the single-event path's case)."""
+    bulk, general = SSEDecoder(100), LineByLine(100)
+    for lines in events:
+        read = b"".join(line + ends for line in lines)
+        assert columns(bulk.feed(read)) == columns(general.feed(read))
+        assert state(bulk) == state(general)
+    assert columns(bulk.finish()) == columns(general.finish())
+
+
 class Counting(SSEDecoder):
     """The decoder, noting whether each run offered to the bulk path was taken."""
 
@@ -141,3 +159,25 @@ def test_the_bulk_path_is_taken() -> None:
         assert decoder.taken == [True]
         assert len(frames.payloads) == 50
         assert frames.name(49) == (b"e49" if b"event" in body else None)
+
+
+def test_a_read_of_one_whole_event_is_taken_at_once() -> None:
+    """Guard the guard: a read that is exactly one ``data:`` event goes the single-event path
+    (else the properties above would not compare it with the line-by-line path)."""
+
+    class Single(SSEDecoder):
+        __slots__ = ("taken",)
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.taken: list[bool] = []
+
+        def _single_event(self, chunk: bytes) -> bool:
+            self.taken.append(super()._single_event(chunk))
+            return self.taken[-1]
+
+    decoder = Single()
+    reads = [b"data: {}\n\n", b'data: {"a": 1}\r\n\r\n', b"data: x\n", b"\n", b"data: \n\n"]
+    payloads = [list(decoder.feed(read).payloads) for read in reads]
+    assert payloads == [[b"{}"], [b'{"a": 1}'], [], [b"x"], [b""]]
+    assert decoder.taken == [True, True, False, True]
