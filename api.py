@@ -328,6 +328,19 @@ class Pipeline:
             lambda: self._observer(mapper.provider_name, run),
         )
 
+    def stream_batches(self, source: Source, *, request: Any = None) -> AsyncGenerator[list[Event]]:
+        """:meth:`stream`, handed on a batch at a time: the events of each read of ``source``
+        together (never an empty batch), for a consumer that passes each read on whole (the
+        healing proxy writes one piece per read, not one per event). The turn's span sees each
+        batch as it is handed on: a consumer that stops inside a batch stopped after it.
+        """
+        run = self._run_for(request)
+        mapper = open_mapper(self._provider, run.settings)
+        return observed_batches(
+            lambda: run_pipeline(source, mapper, run.stages),
+            lambda: self._observer(mapper.provider_name, run),
+        )
+
     async def collect(self, source: Source, *, request: Any = None) -> Turn:
         """Read a whole provider stream and return the :class:`Turn`, every call judged.
 
@@ -343,7 +356,9 @@ class Pipeline:
         observer = self._observer(mapper.provider_name, run)
         builder = TurnBuilder(provider=mapper.provider_name, stop_on=self._conditions)
         add_many = builder.add_many
-        batches = observed_batches(run_pipeline(source, mapper, run.stages), observer)
+        batches = observed_batches(
+            lambda: run_pipeline(source, mapper, run.stages), lambda: observer
+        )
         try:
             async for batch in batches:
                 add_many(batch)

@@ -50,8 +50,12 @@ class FusedSteps:
 
     def feed_many(self, events: Iterable[Event]) -> list[Event]:
         """Run a batch of events through every step (a step's ``feed_batch``, when it has one)."""
+        return self._feed_from(0, events)
+
+    def _feed_from(self, first: int, events: Iterable[Event]) -> list[Event]:
+        """:meth:`feed_many` through the steps from position ``first`` on."""
         current: Iterable[Event] = events
-        for step, batch in zip(self._steps, self._batch, strict=True):
+        for step, batch in zip(self._steps[first:], self._batch[first:], strict=True):
             if batch is not None:
                 current = batch(current if isinstance(current, list) else list(current))
                 continue
@@ -95,8 +99,7 @@ class FusedSteps:
         """Flush every step in order; what step k flushes still goes through the steps after it."""
         out: list[Event] = []
         for position, step in enumerate(self._steps):
-            later = FusedSteps(self._steps[position + 1 :])
-            out.extend(later.feed_many(step.finish()))
+            out.extend(self._feed_from(position + 1, step.finish()))
         return out
 
 

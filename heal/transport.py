@@ -64,7 +64,7 @@ from ..adapters.registry import heal_formats, read_request
 from ..adapters.registry import provider as provider_entry
 from ..api import Pipeline, TruncatedCalls
 from ..core.errors import ConfigurationError
-from ..core.events import ProviderError
+from ..core.events import Event, ProviderError
 from ..core.parser_errors import read_parser_error
 from ..core.wire import HealPlan, HealSettings, WireFormat, WireItem
 from ..judge import Policy
@@ -542,16 +542,18 @@ class _HealedStream(httpx.AsyncByteStream):
                         read = self._wire.read_body(content)
                         source = content if read is None else self._wire.body_as_stream(read)
                 if end is None:
-                    events = pipeline.stream(source, request=session.body)
+                    # One piece per read of the upstream, not one per event: what one read
+                    # brought goes on in one write.
+                    batches = pipeline.stream_batches(source, request=session.body)
                     try:
-                        async for event in events:
-                            items = session.feed(event)
+                        async for batch in batches:
+                            items = _fed(session, batch)
                             if items:
                                 yield frame(items)
                             if session.outcome is not None:
                                 break  # ended early (an unreadable piece): nothing more is read
                     finally:
-                        await events.aclose()
+                        await batches.aclose()
                     end = session.end_attempt()
                 while True:
                     if end.items:
@@ -579,6 +581,18 @@ class _HealedStream(httpx.AsyncByteStream):
         finally:
             session.close()
             await _close_quietly(self._current)
+
+
+def _fed(session: HealSession, batch: list[Event]) -> list[WireItem]:
+    """What the client gets of one batch of events, up to the session's end if it came."""
+    if len(batch) == 1:
+        return session.feed(batch[0])
+    items: list[WireItem] = []
+    for event in batch:
+        items += session.feed(event)
+        if session.outcome is not None:
+            break
+    return items
 
 
 def _body_of(response: httpx.Response) -> Any:
@@ -743,6 +757,8 @@ async def _read_capped(response: httpx.Response) -> bytes:
 
 async def _close_quietly(response: httpx.Response) -> None:
     """Close ``response`` at once, even in a cancelled scope; a failing close changes nothing."""
+    if response.is_closed:
+        return  # (a healed stream closes its response on every path, then once more)
     with anyio.CancelScope(shield=True):
         try:
             await response.aclose()

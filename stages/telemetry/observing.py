@@ -78,11 +78,15 @@ async def observed_events_of_batches(
 
 
 async def observed_batches(
-    batches: AsyncGenerator[list[Event]], observer: TurnObserver | NullObserver
+    open_batches: Callable[[], AsyncGenerator[list[Event]]],
+    start: Callable[[], TurnObserver | NullObserver],
 ) -> AsyncGenerator[list[Event]]:
-    """Like :func:`observed_events` for a consumer that reads every batch (``collect``)."""
-    with ObserverScope(observer) as observing:
+    """For a consumer that takes every batch whole (``collect``, ``Pipeline.stream_batches``):
+    each batch is shown to the observer as it is handed on. Nothing is opened before the first
+    read (see :func:`observed_events_of_batches`)."""
+    with ObserverScope(start()) as observing:
         observe_many = observing.observe_many
+        batches = open_batches()
         try:
             async for batch in batches:
                 observe_many(batch)
