@@ -28,8 +28,19 @@ WRITE_TOOL = {
 def _call_body(arguments: str, call_id: str = "call_1") -> bytes:
     return sse_body(
         [
-            chat_chunk({"role": "assistant", "tool_calls": [{"index": 0, "id": call_id,
-                        "type": "function", "function": {"name": "write", "arguments": ""}}]}),
+            chat_chunk(
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": "write", "arguments": ""},
+                        }
+                    ],
+                }
+            ),
             chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
             chat_chunk({}, finish_reason="tool_calls"),
         ]
@@ -98,6 +109,35 @@ async def test_collect_through_a_pipeline_equals_the_convenience_function() -> N
     ]
 
 
+async def test_stream_batches_hands_on_the_events_of_each_read_together() -> None:
+    """The same events as ``stream``, in order, grouped by the read they came from (never an
+    empty batch), and observed: the turn's span ends once with the turn's outcome."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    body = load_stream("llama-cpp-python/write_max_tokens_24_cut_mid_string.real.sse")
+    reads = [body[position : position + 97] for position in range(0, len(body), 97)]
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    pipeline = Pipeline(
+        "llama-cpp", max_tokens=24, tools=[WRITE_TOOL], tracer_provider=tracer_provider
+    )
+    events = [event async for event in pipeline.replace(tracer_provider=None).stream(reads)]
+    batches = [batch async for batch in pipeline.stream_batches(reads)]
+    assert all(batches)
+    assert len(batches) < len(events)  # a read brings several events
+    flat = [event for batch in batches for event in batch]
+    assert [type(event) for event in flat] == [type(event) for event in events]
+    assert flat[-1] == events[-1]
+    names = [span.name for span in spans.get_finished_spans()]
+    assert names == ["toolwire.reject write", "toolwire.turn"]
+    turn = spans.get_finished_spans()[1].attributes or {}
+    assert turn.get("toolwire.tool_calls.rejected") == 1
+    assert turn.get("toolwire.ended_early") is False
+
+
 async def test_one_pipeline_serves_concurrent_turns() -> None:
     pipeline = Pipeline("openai-chat", tools=[WRITE_TOOL])
     bodies = {
@@ -143,8 +183,9 @@ async def test_history_helpers_use_the_pipelines_provider() -> None:
 
 async def test_a_loop_guard_is_shared_across_turns_of_one_pipeline() -> None:
     guard = RepairLoopGuard(limit=2)
-    pipeline = Pipeline("openai-chat", tools=[WRITE_TOOL], loop_guard=guard,
-                        stop_on={"repair_loop"})
+    pipeline = Pipeline(
+        "openai-chat", tools=[WRITE_TOOL], loop_guard=guard, stop_on={"repair_loop"}
+    )
     first = await pipeline.collect(_call_body('{"path": '))
     second = await pipeline.collect(_call_body('{"path": '))
     assert first.stopped_by == ()
