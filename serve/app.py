@@ -37,7 +37,14 @@ from opentelemetry.trace import TracerProvider
 
 from ..heal.refusal import ToolLimits
 from ..heal.transport import HealingTransport
-from .guard import HOP_BY_HOP, Refusal, body_refusal, forwarded_headers, path_refusal
+from .guard import (
+    HOP_BY_HOP,
+    READ_AT_ONCE_UP_TO,
+    Refusal,
+    body_refusal,
+    forwarded_headers,
+    path_refusal,
+)
 from .settings import ServeSettings
 from .upstream import CheckedUpstream
 
@@ -53,7 +60,7 @@ _encode = msgspec.json.Encoder().encode
 _RESPONSE_DROPPED = HOP_BY_HOP | {b"server", b"date"}
 #: Bodies longer than this are checked in a worker thread: reading 200,000 small objects for
 #: duplicate keys on the loop stalled /healthz 130-250 ms (tests/serve/test_adversarial.py).
-_CHECKED_IN_A_THREAD_ABOVE = 64 * 1024
+_CHECKED_IN_A_THREAD_ABOVE = READ_AT_ONCE_UP_TO
 _API_PREFIX = "/v1"
 #: APIs served beside ``/v1``, sent to the upstream's root (its URL less a final ``/v1``):
 #: Gemini's ``/v1beta/...`` and Ollama's native chat. Only ``/api/chat`` of Ollama's ``/api``:
