@@ -71,6 +71,13 @@ class RateLimitError(openai.RateLimitError):
         super().__init__(f"litellm.RateLimitError: {message}", response=_answered(429), body=None)
 
 
+class MidStreamFallbackError(openai.APIStatusError):
+    """LiteLLM's (a ``ServiceUnavailableError``: an ``APIStatusError`` though nothing answered)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, response=_answered(503), body=None)
+
+
 def _raised(*chain: BaseException) -> BaseException:
     """``chain[0]``, raised while handling ``chain[1]``, raised while handling ``chain[2]``..."""
     for outer, inner in pairwise(chain):
@@ -108,7 +115,7 @@ LITELLM_FAILURES: dict[str, Callable[[], BaseException]] = {
     ),
     "broken streamed": lambda: _raised(
         APIConnectionError("Connection error."),
-        OpenAIError("Connection error."),  # LiteLLM's MidStreamFallbackError
+        MidStreamFallbackError("Connection error."),
         openai.APIConnectionError(request=_REQUEST),
         httpx.ReadError(""),
     ),
