@@ -351,7 +351,8 @@ def unanswered(error: BaseException) -> BaseException | None:
 
     LiteLLM's class does not say which it was: measured on 1.108.7, a refused connection, a
     hang-up and a body that broke off are all ``InternalServerError``, status 500, exactly as
-    the upstream's own HTTP 500 is; a stall is ``Timeout`` (408) and so is an upstream's 504.
+    the upstream's own HTTP 500 is; a stall is ``Timeout`` (408), and so is an upstream's HTTP
+    504 (status 504).
     What it raised from does: each of its exceptions is raised while handling the SDK's, which
     was raised while handling httpx's (``InternalServerError`` <- ``OpenAIError`` <- openai's
     ``APIConnectionError`` <- httpx's ``ReadError``; or <- openai's ``InternalServerError`` <-
