@@ -31,7 +31,13 @@ format from the registry), as the httpx transport and ``toolwire serve`` are:
   ``[DONE]``.
 - ``async_post_call_success_hook``: a whole ``chat.completion`` is judged the same way; an
   unchanged one goes back untouched, a healed one as a new ``ModelResponse``; a healing that
-  fails is an HTTP 502 (``toolwire_heal_failed``).
+  fails is an HTTP 502 (``toolwire_heal_failed``; ``toolwire_upstream_error`` when the network
+  failed a retry, 504 for a stall).
+
+A retry the router could not send, or got no answer to (what LiteLLM raised its exception while
+handling says so: :func:`unanswered`), is a fault of the network (``docs/healing.md``): the
+same request once more after a drop, else the typed error; a retry the upstream answered with an
+error status ends the exchange with ``retry_http_status``, as through the transport.
 
 ``/v1/messages``, ``/v1/responses`` and every other route pass untouched (``docs/litellm.md``
 says why). Spans and metrics go to the global OpenTelemetry providers: in LiteLLM's process,
@@ -56,7 +62,7 @@ from ..core.wire import Done, HealPlan, WireFormat, WireItem
 from ..heal.session import HealSession
 from ..heal.telemetry import HealTelemetry
 
-__all__ = ["CHAT_REQUEST_KEYS", "ToolwireGuardrail"]
+__all__ = ["CHAT_REQUEST_KEYS", "ToolwireGuardrail", "unanswered"]
 
 #: The keys of LiteLLM's request data that are the client's Chat Completions request (the rest
 #: is LiteLLM's own: metadata, keys, call ids, the logging object...). What a retry re-sends.
@@ -189,7 +195,7 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
             session.close()
         error = wire.error_body(items)
         if error is not None:
-            raise _heal_failed(error)
+            raise _heal_failed(error, session.error_status)
         if not session.rewritten:
             return None
         from litellm import ModelResponse
@@ -260,20 +266,29 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
             finally:
                 await events.aclose()
             end = session.end_attempt()
-            if end.items:
-                yield end.items
-            if end.dropped:
-                raise UpstreamDropped(f"{failure}; toolwire ends this stream too")
-            if end.retry is None:
-                return
-            try:
-                source = await self._ask_again(end.retry.body, data, streaming=streaming)
-            except Exception as error:  # the router's answer to the retry: an error status
-                status = getattr(error, "status_code", 500)
-                yield session.retry_refused(
-                    status if isinstance(status, int) else 500, str(error).encode()
-                )
-                return
+            while True:
+                if end.items:
+                    yield end.items
+                if end.dropped:
+                    raise UpstreamDropped(f"{failure}; toolwire ends this stream too")
+                if end.retry is None:
+                    return
+                try:
+                    source = await self._ask_again(end.retry.body, data, streaming=streaming)
+                except Exception as error:
+                    fault = unanswered(error)
+                    if fault is not None:
+                        # Not sent, or no answer: a fault of the network (the same request
+                        # once more after a drop, else the typed error), not an HTTP status.
+                        end = session.unread(fault)
+                        continue
+                    # The router's answer to the retry: the upstream's error status.
+                    status = getattr(error, "status_code", 500)
+                    yield session.retry_refused(
+                        status if isinstance(status, int) else 500, str(error).encode()
+                    )
+                    return
+                break
 
     async def _ask_again(
         self, body: dict[str, Any], data: Mapping[str, Any], *, streaming: bool
@@ -310,9 +325,52 @@ class UpstreamDropped(Exception):
     """The upstream stream dropped with nothing to heal: LiteLLM reports it to the client."""
 
 
-def _heal_failed(error: dict[str, Any]) -> Exception:
-    """The HTTP 502 of a non-streamed healing that failed (``toolwire_heal_failed``)."""
+def _heal_failed(error: dict[str, Any], status: int) -> Exception:
+    """The HTTP error of a non-streamed exchange that ended in toolwire's error: ``status`` is
+    the session's (502; 504 for a stall), never to be sent again by the SDK."""
     from fastapi import HTTPException
 
     inner = error.get("error", error)
-    return HTTPException(status_code=502, detail=inner, headers={"x-should-retry": "false"})
+    return HTTPException(status_code=status, detail=inner, headers={"x-should-retry": "false"})
+
+
+#: The classes (by name, anywhere in a class's ancestry) of an exception that says a request
+#: got no answer: httpx's ``RequestError`` (a refused connection, a drop, a read timeout) and
+#: the ``APIConnectionError`` of the openai SDK and of LiteLLM (``APITimeoutError`` and
+#: LiteLLM's ``Timeout`` included).
+_NO_ANSWER = frozenset({"RequestError", "APIConnectionError"})
+#: ... and of one that carries the upstream's HTTP answer: httpx's and the openai SDK's.
+_ANSWER = frozenset({"HTTPStatusError", "APIStatusError"})
+#: How far down a chain of exceptions is read (LiteLLM's are four or five deep).
+_CHAIN_DEPTH = 16
+
+
+def unanswered(error: BaseException) -> BaseException | None:
+    """The exception that says the retry got no answer (a fault of the network), or ``None``
+    when the upstream answered it with an error status (or it failed otherwise).
+
+    LiteLLM's class does not say which it was: measured on 1.108.7, a refused connection, a
+    hang-up and a body that broke off are all ``InternalServerError``, status 500, exactly as
+    the upstream's own HTTP 500 is; a stall is ``Timeout`` (408), and so is an upstream's HTTP
+    504 (status 504).
+    What it raised from does: each of its exceptions is raised while handling the SDK's, which
+    was raised while handling httpx's (``InternalServerError`` <- ``OpenAIError`` <- openai's
+    ``APIConnectionError`` <- httpx's ``ReadError``; or <- openai's ``InternalServerError`` <-
+    httpx's ``HTTPStatusError`` for an answer). So the chain is read from its innermost end,
+    and the first exception that says either decides; classes are matched by name, as
+    :mod:`toolwire.heal.faults` matches them (LiteLLM is not imported). The one returned is
+    what ``session.unread`` names the fault by: httpx's ``ReadTimeout`` (or a ``...Timeout``)
+    is a stall, the rest a drop or garbage.
+    """
+    chain: list[BaseException] = []
+    link: BaseException | None = error
+    while link is not None and len(chain) < _CHAIN_DEPTH and link not in chain:
+        chain.append(link)
+        link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
+    for link in reversed(chain):
+        names = {kind.__name__ for kind in type(link).__mro__}
+        if names & _ANSWER:
+            return None
+        if names & _NO_ANSWER:
+            return link
+    return None

@@ -14,10 +14,12 @@ while being read is a fatal ``transport`` :class:`~toolwire.core.events.Provider
 finish and no terminator) raises nothing and finishes ``disconnected``. A shell that catches
 the exception itself (a whole body that could not be read, a retry that could not be sent)
 passes it to :func:`exception_fault`. The class name is all that is needed, so nothing here
-imports httpx: every ``...Timeout`` is a stall; httpx's ``RemoteProtocolError`` is a drop when
-the peer closed before the end of the body (its words: "peer closed connection", "Server
-disconnected"), garbage otherwise, as is every other protocol or decoding error; everything
-else (``ReadError``, ``ConnectError``, a reset) is a drop.
+imports httpx: every ``...Timeout`` and ``...TimeoutError`` is a stall (httpx's
+``ReadTimeout``, LiteLLM's ``Timeout``, openai's ``APITimeoutError``); httpx's
+``RemoteProtocolError`` is a drop when the peer closed before the end of the body (its words:
+"peer closed connection", "Server disconnected"), garbage otherwise, as is every other protocol
+or decoding error; everything else (``ReadError``, ``ConnectError``, a reset, LiteLLM's
+``APIConnectionError``) is a drop.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ class Fault(msgspec.Struct, frozen=True):
 def fault_of(name: str, text: str) -> Fault:
     """The fault an exception of class ``name`` with message ``text`` stands for."""
     seen = f"{name}: {text}" if text else name
-    if name.endswith("Timeout") or name == "TimeoutError":
+    if name.endswith(("Timeout", "TimeoutError")):
         return Fault("timeout", seen)
     if name in _PROTOCOL:
         lowered = text.lower()

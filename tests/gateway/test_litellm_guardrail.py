@@ -11,6 +11,8 @@ cut call does without it. LiteLLM takes seconds to start: the ``slow`` tier.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,9 +22,18 @@ from _toolwire_testdata import load_stream
 from e2e.loopback import sse_events
 from e2e.server import chat_chunk, sse, text_reply, tool_calls_reply
 from heal.client import GOOD_WRITE, SDK_ON_TRIO_LEAK, Tools, read_stream, request
-from heal.upstream import HealUpstream, Reply, completion, running_upstream
+from heal.upstream import Hangup, HealUpstream, Reply, completion, running_upstream
 
-from .litellm_proxy import MASTER_KEY, MODEL, LiteLLM, config_yaml, litellm_or_skip, running_litellm
+from .litellm_proxy import (
+    MASTER_KEY,
+    MODEL,
+    OFFLINE_ENV,
+    LiteLLM,
+    config_yaml,
+    litellm_or_skip,
+    running_litellm,
+)
+from .test_guardrail_faults import LITELLM_FAILURES
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.filterwarnings(SDK_ON_TRIO_LEAK)]
 
@@ -300,6 +311,8 @@ async def test_a_non_streamed_healing_that_fails_is_a_502_the_sdk_does_not_resen
     assert raised.value.status_code == 502
     assert raised.value.response.headers.get("x-should-retry") == "false"
     assert "toolwire did not pass on a tool call" in str(raised.value)
+    told = raised.value.response.json()["error"]["provider_specific_fields"]
+    assert (told["type"], told["code"]) == ("toolwire_heal_failed", "tool_call_rejected")
     assert len(upstream.requests) == 3
 
 
@@ -313,3 +326,76 @@ async def test_a_non_streamed_call_cut_at_the_limit_every_time_ends_in_a_length_
     assert reply.choices[0].finish_reason == "length"
     assert not reply.choices[0].message.tool_calls  # the cut call never reaches the agent
     assert len(upstream.requests) == 3
+
+
+# -- a retry the network failed ----------------------------------------------------------------
+
+
+async def test_a_streamed_retry_the_upstream_never_answered_is_sent_again_and_healed(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    # The router raises InternalServerError (500) for the retry, raised from httpx's ReadError:
+    # a drop, not an HTTP status. The same request goes once more (nothing said to the model),
+    # and its answer heals the call.
+    good = Reply(tool_calls_reply(("call_ok", "write", GOOD_WRITE)))
+    upstream.script(Reply(load_stream(CUT)), Hangup(), good)
+    async with _client(guarded.base_url) as client:
+        received = await read_stream(await client.chat.completions.create(**request(model=MODEL)))
+    assert [(call["id"], call["arguments"]) for call in received.calls] == [("call_ok", GOOD_WRITE)]
+    assert len(upstream.requests) == 3
+    assert upstream.requests[2] == upstream.requests[1]  # resent as it was
+
+
+async def test_a_non_streamed_retry_the_upstream_never_answers_is_a_typed_502_not_a_500(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    cut = completion(("call_cut", "write", CUT_ARGUMENTS), finish_reason="length")
+    upstream.script(Reply(cut), Hangup(), Hangup())
+    async with _client(guarded.base_url) as client:
+        with pytest.raises(openai.InternalServerError) as raised:
+            await client.chat.completions.create(**request(model=MODEL, stream=False))
+    assert raised.value.status_code == 502
+    assert raised.value.response.headers.get("x-should-retry") == "false"
+    # LiteLLM writes the HTTPException's detail (toolwire's error) in its own error shape.
+    error = raised.value.response.json()["error"]
+    assert error["code"] == "502"
+    told = error["provider_specific_fields"]
+    assert (told["type"], told["code"]) == ("toolwire_upstream_error", "upstream_dropped")
+    assert "(ReadError: Server disconnected)" in told["message"]
+    assert "HTTP 500" not in told["message"]  # LiteLLM's InternalServerError: no answer came
+    assert len(upstream.requests) == 3  # the first answer, the retry, its one resend
+
+
+def test_litellms_real_failures_are_told_apart_as_the_unit_tests_assume() -> None:
+    """LiteLLM's router, in its own virtualenv, failing a request each way a retry can fail
+    (``litellm_errors.py``): toolwire tells a request that got no answer (a drop, a stall) from
+    one the upstream answered with a status, and the stand-ins of ``test_guardrail_faults.py``
+    are chained as LiteLLM's real exceptions are."""
+    python = litellm_or_skip().parent / "python"
+    result = subprocess.run(
+        [str(python), str(Path(__file__).with_name("litellm_errors.py"))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **OFFLINE_ENV},
+        check=True,
+    )
+    seen = json.loads(result.stdout.splitlines()[-1])
+    told = {case: (row["status"], row["fault"]) for case, row in seen.items()}
+    for streamed in ("", " streamed"):
+        assert told[f"refused{streamed}"] == (500, "dropped")
+        assert told[f"hangup{streamed}"] == (500, "dropped")
+        assert told[f"broken{streamed}"] == (500, "dropped")
+        assert told[f"stall{streamed}"] == (408, "timeout")
+        assert told[f"500{streamed}"] == (500, None)
+        assert told[f"504{streamed}"] == (504, None)
+    for case, stand_in in LITELLM_FAILURES.items():
+        if case in seen:
+            chain = [type(link).__name__ for link in _chain(stand_in())]
+            assert seen[case]["chain"][: len(chain)] == chain, case
+
+
+def _chain(error: BaseException | None) -> Iterator[BaseException]:
+    while error is not None:
+        yield error
+        error = error.__context__

@@ -56,6 +56,11 @@ def _error(exchange: Exchange) -> dict[str, Any]:
     return error
 
 
+def _named(name: str) -> Exception:
+    """An exception of a class called ``name``: faults are told apart by class name."""
+    return type(name, (Exception,), {})(f"litellm.{name}: Connection error.")
+
+
 @pytest.mark.parametrize(
     ("error", "kind"),
     [
@@ -71,6 +76,11 @@ def _error(exchange: Exchange) -> dict[str, Any]:
         ),
         (httpx.RemoteProtocolError("illegal chunk header: b'zz'"), "protocol_error"),
         (httpx.DecodingError("bad gzip"), "protocol_error"),
+        (TimeoutError(), "timeout"),
+        # Named as LiteLLM's and the openai SDK's (which toolwire does not import here).
+        (_named("Timeout"), "timeout"),
+        (_named("APITimeoutError"), "timeout"),
+        (_named("APIConnectionError"), "dropped"),
     ],
 )
 def test_each_exception_is_told_as_the_fault_it_is(error: Exception, kind: str) -> None:

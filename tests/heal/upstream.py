@@ -4,7 +4,7 @@ It serves the same scripted replies and refuses the same malformed histories; on
 it answers a non-streamed request with a JSON body (as a real server does), keeps the raw bytes,
 path and headers of every request, serves ``GET /v1/models``, and can stall a stream: send some
 events, then keep the connection open until the client goes away (:class:`Stall`), which it
-notes in ``gone``.
+notes in ``gone``; or hang up: close the connection without answering (:class:`Hangup`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from e2e.loopback import NO_CACHE, Loopback, LoopbackHandler, Reply, sse_events
 from e2e.server import ScriptedChatServer, chat_chunk, history_errors, sse
 
 __all__ = [
+    "Hangup",
     "HealUpstream",
     "Reply",
     "Stall",
@@ -39,6 +40,11 @@ class Stall:
     events: int
     #: Give up after this many seconds (a test that never closes must not hang the suite).
     limit: float = 10.0
+
+
+@dataclass
+class Hangup:
+    """Close the connection without answering: a request the upstream never answered."""
 
 
 @dataclass
@@ -98,6 +104,9 @@ class _Handler(LoopbackHandler[HealUpstream]):
             return
         if isinstance(reply, Stall):
             self._stall(reply)
+            return
+        if isinstance(reply, Hangup):
+            self.close_connection = True
             return
         if reply.status != 200 or not request.get("stream"):
             self.send_body(reply.status, reply.body, "application/json")
