@@ -8,7 +8,8 @@ one valid call in fragments), and two ``toolwire serve`` processes in front of i
 one with ``--no-heal`` (the bare pass-through proxy: the same app on the same server, with
 nothing judged or re-encoded). The bench process is the client (httpx): each round opens all
 ``--streams`` requests at once against one proxy, rounds alternate bare / healing, so both see
-the same machine in one run.
+the same machine in one run. Before the rounds, ``--warmup`` unmeasured rounds of 50 streams
+warm each proxy up (the imports and the tools' compiling of its first requests).
 
 Per stream it records the time to the first body byte (from the request being sent) and, per
 text chunk, its delivery latency (arrival minus the upstream's stamp: the same clock, on
@@ -481,6 +482,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=2, help="rounds per proxy (alternating)")
+    parser.add_argument(
+        "--warmup", type=int, default=1, help="unmeasured rounds of 50 streams per proxy first"
+    )
     parser.add_argument("--pause", type=float, default=0.05, help="seconds between chunks")
     parser.add_argument("--chunks", type=int, default=40, help="text chunks per stream")
     parser.add_argument("--json", action="store_true")
@@ -504,6 +508,12 @@ def main() -> int:
     heal, heal_url = start_proxy(upstream_url)
     rounds: list[Round] = []
     try:
+        for mode, url, process in (("bare", bare_url, bare), ("heal", heal_url, heal)):
+            # Not measured: the first requests import the modules the path needs (the healing
+            # imports more) and compile the request's tools once; the rounds measure what every
+            # stream costs after that.
+            for _ in range(args.warmup):
+                anyio.run(run_round, mode, url, process.pid, min(50, args.streams))
         for _ in range(args.rounds):
             for mode, url, process in (("bare", bare_url, bare), ("heal", heal_url, heal)):
                 rounds.append(anyio.run(run_round, mode, url, process.pid, args.streams))
