@@ -303,9 +303,12 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
         answer = await llm_router.acompletion(**body, **extra)
         if streaming:
             return answer
-        read = self._wire.read_body(answer.model_dump_json().encode())
+        content = answer.model_dump_json().encode()
+        read = self._wire.read_body(content)
         if read is None:
-            raise RuntimeError("the retry's answer is not a chat.completion toolwire can read")
+            # An answer that is no completion goes to the pipeline as it is, as the transport
+            # sends such a body: it is the response's unreadable piece, a typed error.
+            return content
         return self._wire.body_as_stream(read)
 
 

@@ -317,3 +317,45 @@ async def test_a_whole_exchange_whose_retry_failed_is_the_faults_status(
 def test_an_exception_that_says_nothing_of_the_network_is_no_fault(gateway: ModuleType) -> None:
     # The guardrail's own (no router, an answer it cannot read): the retry's failure, as before.
     assert gateway.unanswered(RuntimeError("the LiteLLM proxy has no router")) is None
+
+
+class _Answer:
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+
+    def model_dump_json(self) -> str:
+        return json.dumps(self.body)
+
+
+async def test_a_whole_retry_whose_answer_is_no_completion_is_a_typed_error(
+    gateway: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The router answered the retry, but not with a chat.completion: the client is told the
+    answer could not be read (as the transport tells it), never that a server answered 500."""
+
+    class LlmRouter:
+        async def acompletion(self, **body: Any) -> _Answer:
+            return _Answer({"object": "list", "data": []})
+
+    server = ModuleType("litellm.proxy.proxy_server")
+    server.llm_router = LlmRouter()  # type: ignore[attr-defined]
+    for name in ("litellm", "litellm.proxy"):
+        monkeypatch.setitem(sys.modules, name, sys.modules.get(name) or ModuleType(name))
+    monkeypatch.setitem(sys.modules, server.__name__, server)
+    guardrail = gateway.ToolwireGuardrail()
+    data = _request(stream=False)
+    plan = guardrail._response_plan(None, data, streaming=False)
+    session = guardrail._session(plan)
+    first = guardrail._wire.body_as_stream(_completion("call_cut", CUT_WRITE, "length"))
+    sent: list[WireItem] = []
+    try:
+        async for items in guardrail._healed(session, first, data, streaming=False):
+            sent += items
+    finally:
+        session.close()
+    error = _error(sent)
+    assert error["code"] == "not_a_stream"
+    assert error["type"] == "toolwire_upstream_error"
+    assert '{"object": "list", "data": []}' in error["message"]
+    assert "HTTP 500" not in error["message"]
+    assert session.error_status == 502
