@@ -11,7 +11,7 @@ Every setting is declared once, in :class:`PipelineOptions`; the pipeline's fixe
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal, NoReturn, TypedDict, Unpack
 
@@ -320,13 +320,8 @@ class Pipeline:
         ``request`` the body that was sent, when known. Close the generator early with
         ``contextlib.aclosing`` to release the source at once.
         """
-        run = self._run_for(request)
-        mapper = open_mapper(self._provider, run.settings)
         # The observer starts with the first read, so a generator never iterated leaves no span.
-        return observed_events_of_batches(
-            lambda: run_pipeline(source, mapper, run.stages),
-            lambda: self._observer(mapper.provider_name, run),
-        )
+        return observed_events_of_batches(*self._opened(source, request))
 
     def stream_batches(self, source: Source, *, request: Any = None) -> AsyncGenerator[list[Event]]:
         """:meth:`stream`, handed on a batch at a time: the events of each read of ``source``
@@ -334,9 +329,17 @@ class Pipeline:
         healing proxy writes one piece per read, not one per event). The turn's span sees each
         batch as it is handed on: a consumer that stops inside a batch stopped after it.
         """
+        return observed_batches(*self._opened(source, request))
+
+    def _opened(
+        self, source: Source, request: Any
+    ) -> tuple[
+        Callable[[], AsyncGenerator[list[Event]]], Callable[[], TurnObserver | NullObserver]
+    ]:
+        """How one turn's batches are opened, and its observer started (both at the first read)."""
         run = self._run_for(request)
         mapper = open_mapper(self._provider, run.settings)
-        return observed_batches(
+        return (
             lambda: run_pipeline(source, mapper, run.stages),
             lambda: self._observer(mapper.provider_name, run),
         )

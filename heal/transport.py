@@ -585,8 +585,6 @@ class _HealedStream(httpx.AsyncByteStream):
 
 def _fed(session: HealSession, batch: list[Event]) -> list[WireItem]:
     """What the client gets of one batch of events, up to the session's end if it came."""
-    if len(batch) == 1:
-        return session.feed(batch[0])
     items: list[WireItem] = []
     for event in batch:
         items += session.feed(event)

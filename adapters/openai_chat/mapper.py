@@ -200,11 +200,15 @@ class OpenAIChatMapper(MapperBase):
                 self._payload(payload, out)
                 ended = self._state.ended
                 continue
+            if chunk.object == "error":
+                self._payload(payload, out)  # an error chunk: read in full, for its message
+                ended = self._state.ended
+                continue
             # The hot paths, inline (most chunks of a long answer or call): one piece of text,
             # or one argument piece for the latest call. Anything else, and anything the call
             # accumulator does not take as a simple continuation, is ``_any_chunk``'s.
             choices = chunk.choices
-            if len(choices) == 1 and chunk.object != "error":
+            if len(choices) == 1:
                 delta = choices[0].delta
                 if delta.reasoning_content is None and delta.reasoning is None:
                     tool_calls = delta.tool_calls
@@ -224,11 +228,7 @@ class OpenAIChatMapper(MapperBase):
                             and continuation(out, fragment.index, function.arguments)
                         ):
                             continue
-                if chunk.object != "error":
-                    self._any_chunk(chunk, out, payload)
-                    continue
-            self._payload(payload, out)  # an error chunk: read in full, for its message
-            ended = self._state.ended
+            self._any_chunk(chunk, out, payload)
         return out
 
     def feed_object(self, chunk: object) -> list[Event]:
