@@ -50,6 +50,9 @@ class Reply:
     events: int = 0
     #: Seconds between pieces (a slow model).
     pause: float = 0.0
+    #: With ``cut="drop"``: seconds between the last piece and the break (a connection that
+    #: dies a moment after its last token, so that the client has read that token first).
+    linger: float = 0.0
 
 
 def sse_events(body: bytes) -> list[bytes]:
@@ -142,9 +145,10 @@ class LoopbackHandler(BaseHTTPRequestHandler, Generic[ScriptT]):
         headers: Mapping[str, str] | None = None,
         drop: bool = False,
         pause: float = 0.0,
+        linger: float = 0.0,
     ) -> None:
         """Stream ``pieces``, one HTTP chunk each (``pause`` seconds apart); ``drop`` leaves
-        out the terminating chunk."""
+        out the terminating chunk (``linger`` seconds after the last piece)."""
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         for name, value in (headers or {}).items():
@@ -163,6 +167,8 @@ class LoopbackHandler(BaseHTTPRequestHandler, Generic[ScriptT]):
         if not drop:
             self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+        if drop and linger:
+            time.sleep(linger)
 
     def send_reply(
         self,
@@ -181,7 +187,12 @@ class LoopbackHandler(BaseHTTPRequestHandler, Generic[ScriptT]):
         if reply.cut != "none":
             pieces = pieces[: reply.events]
         self.send_stream(
-            pieces, content_type, headers=headers, drop=reply.cut == "drop", pause=reply.pause
+            pieces,
+            content_type,
+            headers=headers,
+            drop=reply.cut == "drop",
+            pause=reply.pause,
+            linger=reply.linger,
         )
 
     def send_sse_reply(self, reply: Reply) -> None:
