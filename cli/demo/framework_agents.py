@@ -197,20 +197,40 @@ class Toolbox:
         return method(arguments["city"])
 
 
+_TRANSFER_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
 class Recorder(httpx.AsyncBaseTransport):
-    """The proxy's upstream transport: keeps each request body and the status it got."""
+    """The proxy's upstream transport: keeps each request body, the status it got, and each
+    whole JSON answer (a stream is passed on unread), so a test can hold the tools' arguments
+    against what the model server generated."""
 
     def __init__(self, wrapped: httpx.AsyncBaseTransport | None = None) -> None:
         self.wrapped = wrapped or httpx.AsyncHTTPTransport()
         self.seen: list[tuple[dict[str, Any], int]] = []
+        self.answers: list[Any] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request``; keep its body and the status of the answer."""
+        """Send ``request``; keep its body, the status of the answer and a JSON answer's body."""
         content = await request.aread()
         response = await self.wrapped.handle_async_request(request)
         if content:
             self.seen.append((msgspec.json.decode(content), response.status_code))
-        return response
+        if not response.headers.get("content-type", "").startswith("application/json"):
+            return response
+        body = await response.aread()
+        await response.aclose()
+        try:
+            self.answers.append(msgspec.json.decode(body))
+        except msgspec.DecodeError:
+            self.answers.append(None)
+        # The body is decoded now: the headers that described its transfer no longer hold.
+        headers = [
+            (name, value)
+            for name, value in response.headers.multi_items()
+            if name.lower() not in _TRANSFER_HEADERS
+        ]
+        return httpx.Response(response.status_code, headers=headers, content=body)
 
     async def aclose(self) -> None:
         """Close the wrapped transport."""
