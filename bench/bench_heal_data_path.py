@@ -1,0 +1,222 @@
+"""What healing's data path costs against what any rewriting proxy must do, in memory, side by side.
+
+Run: ``PYTHONPATH=bench .venv/bin/python bench/bench_heal_data_path.py [--chunks 15] [--rounds 7]``
+
+No sockets and no event-loop I/O: the upstream is ``load_upstream.py``'s turn (the role chunk,
+``--chunks`` text chunks, one valid ``write`` call in fragments, the finish, the usage,
+``[DONE]``), one read per piece as its server writes them, served from memory by an httpx
+transport. Each variant reads that response through httpx as the proxy does
+(``aiter_raw``), alternated in rounds; the best round of each counts (``time.process_time``):
+
+- ``pass``: the response as it came (``toolwire serve --no-heal``'s data path);
+- ``decode``: ``pass``, and each event's JSON decoded (msgspec): what any reader must do;
+- ``rewrite``: ``decode``, and each event encoded and framed again: what any proxy that
+  rewrites the stream must do;
+- ``heal``: the request and response through ``HealingTransport`` (``toolwire serve``'s data
+  path): planned, each read mapped to typed events, judged, observed, re-encoded.
+
+It prints microseconds per request and each variant's cost beyond ``pass``, as a ratio to
+``rewrite``'s: how far healing is from the least a rewriting proxy must do (issue 20).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anyio
+import httpx
+import msgspec
+
+os.environ.setdefault("LOAD_PAUSE", "0")
+URL = "http://upstream.invalid/v1/chat/completions"
+
+
+def upstream_pieces(chunks: int) -> list[bytes]:
+    """The body pieces ``load_upstream.app`` sends for one turn, one per ASGI write."""
+    os.environ["LOAD_CHUNKS"] = str(chunks)
+    import load_upstream
+
+    load_upstream.CHUNKS = chunks
+    load_upstream.PAUSE = 0.0
+    pieces: list[bytes] = []
+    request = [{"type": "http.request", "body": b"{}", "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        return request.pop() if request else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body" and message.get("body"):
+            pieces.append(message["body"])
+
+    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": []}
+    anyio.run(load_upstream.app, scope, receive, send)
+    return pieces
+
+
+class _Pieces(httpx.AsyncByteStream):
+    def __init__(self, pieces: list[bytes]) -> None:
+        self._pieces = pieces
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self._pieces:
+            yield piece
+
+
+class MemoryUpstream(httpx.AsyncBaseTransport):
+    """Answers every request with the recorded pieces, as an event stream."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self._pieces = pieces
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        await request.aread()
+        return httpx.Response(
+            200,
+            headers=[(b"content-type", b"text/event-stream")],
+            stream=_Pieces(self._pieces),
+        )
+
+
+def _request() -> httpx.Request:
+    from bench_serve_load import REQUEST
+
+    return httpx.Request(
+        "POST", URL, headers={"content-type": "application/json"}, content=json.dumps(REQUEST)
+    )
+
+
+_decode = msgspec.json.Decoder().decode
+_encode = msgspec.json.Encoder().encode
+
+
+def _events(piece: bytes) -> list[bytes]:
+    return [part[6:] for part in piece.split(b"\n\n") if part.startswith(b"data: {")]
+
+
+def variants(pieces: list[bytes]) -> dict[str, Callable[[], Awaitable[int]]]:
+    """Each variant: one request, its response read whole; the bytes it handed on."""
+    from toolwire.heal import HealingTransport
+
+    upstream = MemoryUpstream(pieces)
+    healing = HealingTransport(MemoryUpstream(pieces))
+
+    async def passed() -> int:
+        response = await upstream.handle_async_request(_request())
+        return sum([len(piece) async for piece in response.aiter_raw()])
+
+    async def decoded() -> int:
+        response = await upstream.handle_async_request(_request())
+        size = 0
+        async for piece in response.aiter_raw():
+            for event in _events(piece):
+                _decode(event)
+            size += len(piece)
+        return size
+
+    async def rewritten() -> int:
+        response = await upstream.handle_async_request(_request())
+        size = 0
+        async for piece in response.aiter_raw():
+            out = bytearray()
+            for event in _events(piece):
+                out += b"data: " + _encode(_decode(event)) + b"\n\n"
+            size += len(out)
+        return size
+
+    async def healed() -> int:
+        response = await healing.handle_async_request(_request())
+        try:
+            return sum([len(piece) async for piece in response.aiter_raw()])
+        finally:
+            await response.aclose()
+
+    return {"pass": passed, "decode": decoded, "rewrite": rewritten, "heal": healed}
+
+
+async def healed_body(pieces: list[bytes]) -> bytes:
+    """One healed response, whole: what the ``heal`` variant hands on."""
+    from toolwire.heal import HealingTransport
+
+    response = await HealingTransport(MemoryUpstream(pieces)).handle_async_request(_request())
+    try:
+        return b"".join([piece async for piece in response.aiter_raw()])
+    finally:
+        await response.aclose()
+
+
+def check_healed(pieces: list[bytes], body: bytes) -> None:
+    """The healed response says what the upstream said: every text piece, the call, its finish.
+
+    Measuring an error path instead (a refusal, a 502) would make every figure meaningless.
+    """
+    sent = [_decode(event) for piece in pieces for event in _events(piece)]
+    try:
+        got = [_decode(event) for event in _events(body)]
+    except msgspec.DecodeError as error:
+        raise SystemExit(f"the healed response is not whole JSON events: {error}") from None
+    text = [c["choices"][0]["delta"].get("content") for c in sent if c["choices"]]
+    got_text = [c["choices"][0]["delta"].get("content") for c in got if c["choices"]]
+    if [t for t in text if t] != [t for t in got_text if t]:
+        raise SystemExit(f"the healed text differs from the upstream's: {body[:300]!r}")
+    calls = [
+        call["function"]
+        for c in got
+        if c["choices"]
+        for call in c["choices"][0]["delta"].get("tool_calls") or []
+    ]
+    arguments = json.loads(load_upstream_arguments())
+    if [(f["name"], json.loads(f["arguments"])) for f in calls] != [("write", arguments)]:
+        raise SystemExit(f"the healed call differs from the upstream's: {calls!r}")
+    if not body.endswith(b"data: [DONE]\n\n"):
+        raise SystemExit(f"the healed response did not end with [DONE]: {body[-200:]!r}")
+
+
+def load_upstream_arguments() -> str:
+    """The arguments of the call ``load_upstream.py`` sends, as JSON."""
+    import load_upstream
+
+    return load_upstream.ARGUMENTS
+
+
+async def measure(pieces: list[bytes], rounds: int, requests: int) -> dict[str, float]:
+    """Microseconds of CPU per request, the best round of each variant, rounds alternated."""
+    check_healed(pieces, await healed_body(pieces))
+    runs = variants(pieces)
+    for run in runs.values():
+        for _ in range(50):  # imports, the tools' compiling, the caches
+            assert await run() > 0
+    spent: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            gc.collect()
+            start = time.process_time()
+            for _ in range(requests):
+                await run()
+            spent[name].append((time.process_time() - start) / requests * 1e6)
+    return {name: min(times) for name, times in spent.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--requests", type=int, default=1000)
+    args = parser.parse_args()
+    pieces = upstream_pieces(args.chunks)
+    best = anyio.run(measure, pieces, args.rounds, args.requests)
+    floor = best["rewrite"] - best["pass"]
+    print(f"{len(pieces)} reads, {sum(map(len, pieces))} bytes per response")
+    print(f"{'variant':<8}{'us/request':>12}{'beyond pass':>14}{'x rewrite':>12}")
+    for name, spent in best.items():
+        beyond = spent - best["pass"]
+        print(f"{name:<8}{spent:>12.1f}{beyond:>14.1f}{beyond / floor:>12.2f}")
+
+
+if __name__ == "__main__":
+    main()

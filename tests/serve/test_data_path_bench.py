@@ -1,0 +1,73 @@
+"""``bench/bench_heal_data_path.py`` measures what it says: healing's real data path.
+
+The bench refuses to print figures when the healed response is not the upstream's turn (every
+text piece, the call, ``[DONE]``): a refusal or an error measured instead would be cheap and
+meaningless. These tests hold that check to both outcomes and run the bench once, briefly (no
+timing is asserted: the figures are the bench's to report).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+
+import anyio
+import pytest
+
+BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture
+def bench() -> Iterator[ModuleType]:
+    sys.path.insert(0, str(BENCH_DIR))
+    try:
+        import bench_heal_data_path
+
+        yield bench_heal_data_path
+    finally:
+        sys.path.remove(str(BENCH_DIR))
+
+
+def test_the_healed_turn_passes_the_check(bench: ModuleType) -> None:
+    pieces = bench.upstream_pieces(4)
+    body = anyio.run(bench.healed_body, pieces)
+    bench.check_healed(pieces, body)
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda body: body.replace(b'"name":"write"', b'"name":"other"'),  # another call
+        lambda body: body.replace(b'"content":"t', b'"content":"x', 1),  # other text
+        lambda body: body.removesuffix(b"data: [DONE]\n\n"),  # no end marker
+        lambda body: body[: body.index(b'"tool_calls"')],  # cut in the middle of an event
+    ],
+    ids=["call", "text", "done", "cut"],
+)
+def test_a_response_that_is_not_the_turn_stops_the_bench(
+    bench: ModuleType, spoil: Callable[[bytes], bytes]
+) -> None:
+    pieces = bench.upstream_pieces(4)
+    body = anyio.run(bench.healed_body, pieces)
+    spoiled = spoil(body)
+    assert spoiled != body
+    with pytest.raises(SystemExit):
+        bench.check_healed(pieces, spoiled)
+
+
+def test_the_bench_runs_and_prints_each_variant() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH_DIR / "bench_heal_data_path.py"), "--rounds", "1",
+         "--requests", "3", "--chunks", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(BENCH_DIR)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [line.split()[0] for line in done.stdout.splitlines()[2:]]
+    assert rows == ["pass", "decode", "rewrite", "heal"]
