@@ -294,22 +294,27 @@ class Pipeline:
             request_model,
         )
 
-    def _run_for(self, request: Any) -> _Run:
-        """The plan of one turn: the default one, or one with ``request``'s facts applied."""
+    def _run_for(self, request: Any, judge_stage: JudgeStage | None = None) -> _Run:
+        """The plan of one turn: the default one, or one with ``request``'s facts applied.
+
+        ``judge_stage``: the stage of ``request``'s own tools when the caller already holds it
+        (the healing transport finds it while planning the request, so the tools' digest is
+        not taken a second time for the response); it stands in for looking them up.
+        """
         if request is None:
             return self._default_run
         facts = read_request(self._provider, request)
         default = self._default_run
-        judge_stage: JudgeStage | None = None
+        stage: JudgeStage | None = None
         if self._options.get("judge", True):
             tools = self._options.get("tools")
             if tools is None and facts.tools is not None:
-                judge_stage = self._judge_stages.stage_for(facts.tools)
+                stage = judge_stage or self._judge_stages.stage_for(facts.tools)
             else:
-                judge_stage = next(
+                stage = next(
                     (stage for stage in default.stages if isinstance(stage, JudgeStage)), None
                 )
-        return self._plan(facts, judge_stage)
+        return self._plan(facts, stage)
 
     # -- one turn ----------------------------------------------------------------------------
 
@@ -331,13 +336,25 @@ class Pipeline:
         """
         return observed_batches(*self._opened(source, request))
 
+    def _judged_batches(
+        self, source: Source, request: Any, judge_stage: JudgeStage | None
+    ) -> AsyncGenerator[list[Event]]:
+        """:meth:`stream_batches` with ``request``'s judge stage given (see :meth:`_run_for`)."""
+        return observed_batches(*self._opened(source, request, judge_stage))
+
+    def _judged_events(
+        self, source: Source, request: Any, judge_stage: JudgeStage | None
+    ) -> AsyncGenerator[Event]:
+        """:meth:`stream` with ``request``'s judge stage given (see :meth:`_run_for`)."""
+        return observed_events_of_batches(*self._opened(source, request, judge_stage))
+
     def _opened(
-        self, source: Source, request: Any
+        self, source: Source, request: Any, judge_stage: JudgeStage | None = None
     ) -> tuple[
         Callable[[], AsyncGenerator[list[Event]]], Callable[[], TurnObserver | NullObserver]
     ]:
         """How one turn's batches are opened, and its observer started (both at the first read)."""
-        run = self._run_for(request)
+        run = self._run_for(request, judge_stage)
         mapper = open_mapper(self._provider, run.settings)
         return (
             lambda: run_pipeline(source, mapper, run.stages),

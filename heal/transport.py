@@ -68,6 +68,7 @@ from ..core.events import Event, ProviderError
 from ..core.parser_errors import read_parser_error
 from ..core.wire import HealPlan, HealSettings, WireFormat, WireItem
 from ..judge import Policy
+from ..stages.judge import JudgeStage
 from ..stages.telemetry.observer import Redactor
 from .refusal import Refusal, ToolLimits, compile_refusal, tools_refusal
 from .session import AttemptEnd, HealSession
@@ -207,24 +208,25 @@ class HealingTransport(httpx.AsyncBaseTransport):
         wire = self.format_for(request)
         if wire is None:
             return await self._wrapped.handle_async_request(request)
-        plan = await self._checked_plan(wire, await request.aread())
-        if plan is None:
+        planned = await self._checked_plan(wire, await request.aread())
+        if planned is None:
             return await self._wrapped.handle_async_request(request)
-        if isinstance(plan, Refusal):
-            return refused(plan)
+        if isinstance(planned, Refusal):
+            return refused(planned)
+        plan, judge = planned
         if plan.query_params:
             # The retries go where the first request went: to the upstream's URL.
             url = request.url.copy_merge_params(dict(plan.query_params))
             request = _with_content(request, request.content, url=url)
         if not plan.adapted and not plan.repaired:
-            return await self._send_planned(request, wire, plan)
+            return await self._send_planned(request, wire, plan, judge)
         said = ((ADAPTED_HEADER, plan.adapted), (HISTORY_REPAIRED_HEADER, plan.repaired))
         name = provider_entry(wire.provider).gen_ai_name
         if plan.adapted:
             self._telemetry.count_adapted(name, plan.adapted)
         if plan.repaired:
             self._telemetry.count_repaired(name, plan.repaired)
-        response = await self._send_planned(request, wire, plan)
+        response = await self._send_planned(request, wire, plan, judge)
         for header, counts in said:
             if counts:
                 response.headers[header] = ", ".join(
@@ -233,7 +235,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
         return response
 
     async def _send_planned(
-        self, request: httpx.Request, wire: WireFormat, plan: HealPlan
+        self, request: httpx.Request, wire: WireFormat, plan: HealPlan, judge: JudgeStage | None
     ) -> httpx.Response:
         upstream = request if plan.content is None else _with_content(request, plan.content)
         response = await self._wrapped.handle_async_request(upstream)
@@ -245,7 +247,9 @@ class HealingTransport(httpx.AsyncBaseTransport):
                 return response  # an error the model did not cause: the client's, unchanged
         if plan.streaming:
             session = self._session(wire, plan)
-            run = _HealedStream(self, request, wire, session, response, whole=plan.whole_upstream)
+            run = _HealedStream(
+                self, request, wire, session, response, whole=plan.whole_upstream, judge=judge
+            )
             return httpx.Response(
                 response.status_code if 200 <= response.status_code < 300 else 200,
                 headers=[
@@ -256,7 +260,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
                 extensions=_passed_extensions(response),
             )
         try:
-            return await self._heal_completion(request, wire, plan, response)
+            return await self._heal_completion(request, wire, plan, response, judge)
         finally:
             await _close_quietly(response)
 
@@ -305,7 +309,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
             extensions=_passed_extensions(response),
         )
 
-    async def _checked_plan(self, wire: WireFormat, content: bytes) -> HealPlan | Refusal | None:
+    async def _checked_plan(self, wire: WireFormat, content: bytes) -> _Planned | Refusal | None:
         """How ``content`` is healed (``None``: it is not), or why it must not go upstream.
 
         The checks of :mod:`toolwire.heal.refusal`: the request's tools are counted, measured
@@ -320,17 +324,17 @@ class HealingTransport(httpx.AsyncBaseTransport):
         if not isinstance(planned, _Uncompiled):
             return planned
         refusal = await anyio.to_thread.run_sync(compile_refusal, planned.compile, planned.tools)
-        return planned.plan if refusal is None else refusal
+        return _Planned(planned.plan, None) if refusal is None else refusal
 
-    def _plan_compiled(self, wire: WireFormat, content: bytes) -> HealPlan | Refusal | None:
+    def _plan_compiled(self, wire: WireFormat, content: bytes) -> _Planned | Refusal | None:
         planned = self._plan_now(wire, content)
         if isinstance(planned, _Uncompiled):
-            return compile_refusal(planned.compile, planned.tools) or planned.plan
+            return compile_refusal(planned.compile, planned.tools) or _Planned(planned.plan, None)
         return planned
 
     def _plan_now(
         self, wire: WireFormat, content: bytes
-    ) -> HealPlan | Refusal | _Uncompiled | None:
+    ) -> _Planned | Refusal | _Uncompiled | None:
         plan = wire.plan_request(content)
         if plan is None:
             return None
@@ -342,11 +346,12 @@ class HealingTransport(httpx.AsyncBaseTransport):
         if refusal is not None:
             return refusal
         if tools is None:
-            return plan
+            return _Planned(plan, None)
         # The pipeline's own cache (api.py keeps it private; it is this package's to share).
         stages = self.pipeline_for(wire)._judge_stages
-        if stages.cached(tools) is not None:
-            return plan
+        judge = stages.cached(tools)
+        if judge is not None:
+            return _Planned(plan, judge)
         return _Uncompiled(plan, stages.stage_for, tools)
 
     def _session(self, wire: WireFormat, plan: HealPlan) -> HealSession:
@@ -367,7 +372,12 @@ class HealingTransport(httpx.AsyncBaseTransport):
         return await self._wrapped.handle_async_request(_with_content(request, _encode(body)))
 
     async def _heal_completion(
-        self, request: httpx.Request, wire: WireFormat, plan: HealPlan, response: httpx.Response
+        self,
+        request: httpx.Request,
+        wire: WireFormat,
+        plan: HealPlan,
+        response: httpx.Response,
+        judge: JudgeStage | None,
     ) -> httpx.Response:
         try:
             content = await response.aread()
@@ -377,7 +387,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
             session = self._session(wire, plan)
             try:
                 return await self._heal_read_completion(
-                    request, wire, session, response, b"", None, session.unread(error)
+                    request, wire, session, response, b"", None, judge, session.unread(error)
                 )
             finally:
                 session.close()
@@ -389,7 +399,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
         try:
             if parser_error:
                 return await self._heal_read_completion(
-                    request, wire, session, response, content, None
+                    request, wire, session, response, content, None, judge
                 )
             if first is None:
                 # Not JSON at all (or not UTF-8): a 200 the client's SDK could not parse. It is
@@ -403,7 +413,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
                 assert failed is not None  # an unreadable piece always ends in an error
                 return failed
             return await self._heal_read_completion(
-                request, wire, session, response, content, first
+                request, wire, session, response, content, first, judge
             )
         finally:
             session.close()
@@ -416,10 +426,13 @@ class HealingTransport(httpx.AsyncBaseTransport):
         response: httpx.Response,
         content: bytes,
         first: dict[str, Any] | None,
+        judge: JudgeStage | None,
         unread: AttemptEnd | None = None,
     ) -> httpx.Response:
         """Heal ``first``, or the tool-parser error ``response`` when ``first`` is ``None``
-        (``unread``: what the session made of a first body that could not be read)."""
+        (``unread``: what the session made of a first body that could not be read; ``judge``:
+        the judge stage of the planned body's tools, see :class:`_Planned`)."""
+        planned_body = session.body
         # The first attempt: the completion, or the error body the pipeline reads as a turn
         # with a rejected call; then each retry's completion, the first of which is the answer.
         source: Any = response if first is None else wire.body_as_stream(first)
@@ -427,7 +440,10 @@ class HealingTransport(httpx.AsyncBaseTransport):
         end = unread
         while True:
             if end is None:
-                events = self.pipeline_for(wire).stream(source, request=session.body)
+                sent = session.body
+                events = self.pipeline_for(wire)._judged_events(
+                    source, sent, judge if sent is planned_body else None
+                )
                 try:
                     async for event in events:
                         items += session.feed(event)
@@ -479,6 +495,19 @@ class _ParserError(httpx.Response):
     """An upstream error response whose body (read) is a tool-parser error: the model's call."""
 
 
+class _Planned(NamedTuple):
+    """A request's plan, and the judge stage of its tools when planning found it compiled.
+
+    The response's turn judges with that stage (``Pipeline._judged_batches``) instead of
+    looking the tools up again: the lookup takes the digest of their canonical JSON, about
+    30 µs for 20 tools, once per request is enough. Only for the planned body itself: a retry's
+    body is the pipeline's to look up.
+    """
+
+    plan: HealPlan
+    judge: JudgeStage | None
+
+
 class _Uncompiled(NamedTuple):
     """A planned request whose tools are still to be compiled (``compile(tools)``)."""
 
@@ -503,9 +532,12 @@ class _HealedStream(httpx.AsyncByteStream):
         response: httpx.Response,
         *,
         whole: bool = False,
+        judge: JudgeStage | None = None,
     ) -> None:
         self._transport = transport
         self._whole = whole
+        #: The planned body, and the judge stage of its tools (see :class:`_Planned`).
+        self._judged = (session.body, judge)
         self._request = request
         self._wire = wire
         self._session = session
@@ -544,7 +576,11 @@ class _HealedStream(httpx.AsyncByteStream):
                 if end is None:
                     # One piece per read of the upstream, not one per event: what one read
                     # brought goes on in one write.
-                    batches = pipeline.stream_batches(source, request=session.body)
+                    sent = session.body
+                    planned_body, judge = self._judged
+                    batches = pipeline._judged_batches(
+                        source, sent, judge if sent is planned_body else None
+                    )
                     try:
                         async for batch in batches:
                             items = _fed(session, batch)

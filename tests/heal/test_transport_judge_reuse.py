@@ -1,0 +1,119 @@
+"""The healing transport takes the digest of a request's tools once (issue 20).
+
+Planning a request looks its tools up in the pipeline's judge cache (the digest of their
+canonical JSON: about 30 µs for 20 tools); the response's turn judges with the stage found
+there instead of taking the digest again. What must hold: one digest per request once the
+list is compiled, streamed or not, and each request judged by its own tools, never by the
+stage of the request before it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+import toolwire
+from toolwire.stages import judge_cache
+
+pytestmark = pytest.mark.anyio
+
+USER = [{"role": "user", "content": "write it"}]
+
+
+def _tools(required: list[str]) -> list[dict[str, Any]]:
+    properties = {"path": {"type": "string"}, "content": {"type": "string"}}
+    schema = {"type": "object", "properties": properties, "required": required}
+    return [{"type": "function", "function": {"name": "write", "parameters": schema}}]
+
+
+#: Only ``path`` required: the call below fits. Both required: it misses ``content``.
+LENIENT = _tools(["path"])
+STRICT = _tools(["path", "content"])
+ARGUMENTS = '{"path": "notes.txt"}'
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def _answer(request: httpx.Request) -> httpx.Response:
+    function = {"name": "write", "arguments": ARGUMENTS}
+    call = {"id": "call_1", "type": "function", "function": function}
+    if json.loads(request.content).get("stream"):
+        chunks = [
+            _chunk({"role": "assistant", "content": None}),
+            _chunk({"tool_calls": [{"index": 0, **call}]}),
+            _chunk({}, "tool_calls"),
+        ]
+        body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=body + b"data: [DONE]\n\n"
+        )
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [call],
+    }
+    completion = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+    }
+    return httpx.Response(200, json=completion)
+
+
+async def _send(client: httpx.AsyncClient, tools: list[dict[str, Any]], stream: bool) -> bytes:
+    body = {"model": "m", "messages": USER, "tools": tools, "stream": stream}
+    response = await client.post("http://upstream.test/v1/chat/completions", json=body)
+    return response.content
+
+
+def _passed_the_call(content: bytes) -> bool:
+    """Whether the client got the call, its arguments unchanged (whole body or event stream)."""
+    if content.startswith(b"data:"):
+        chunks = [
+            json.loads(line[6:]) for line in content.split(b"\n\n") if line.startswith(b"data: {")
+        ]
+        messages = [c["choices"][0]["delta"] for c in chunks if c.get("choices")]
+    else:
+        messages = [choice["message"] for choice in json.loads(content).get("choices", [])]
+    arguments = [
+        call["function"]["arguments"] for m in messages for call in m.get("tool_calls") or []
+    ]
+    return arguments == [ARGUMENTS]
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+async def test_one_digest_per_request_and_each_judged_by_its_own_tools(
+    monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    digests: list[object] = []
+    key = judge_cache._key
+
+    def counted(tools: Any) -> Any:
+        digests.append(tools)
+        return key(tools)
+
+    monkeypatch.setattr(judge_cache, "_key", counted)
+    transport = toolwire.HealingTransport(httpx.MockTransport(_answer), max_retries=0)
+    async with httpx.AsyncClient(transport=transport) as client:
+        for tools in (LENIENT, STRICT):  # first sight: compiled, then looked up by the turn
+            await _send(client, tools, stream)
+        for tools, fits in ((LENIENT, True), (STRICT, False), (LENIENT, True), (STRICT, False)):
+            digests.clear()
+            content = await _send(client, tools, stream)
+            assert len(digests) == 1, "the tools' digest was taken more than once"
+            assert _passed_the_call(content) is fits, content
+            if not fits:
+                assert b'missing required property \\"content\\"' in content, content
