@@ -1,6 +1,6 @@
 """What healing's data path costs against what any rewriting proxy must do, in memory, side by side.
 
-Run: ``PYTHONPATH=bench .venv/bin/python bench/bench_heal_data_path.py [--chunks 15] [--rounds 7]``
+Run: ``PYTHONPATH=bench .venv/bin/python bench/bench_heal_data_path.py [--chunks 15] [--tools 0]``
 
 No sockets and no event-loop I/O: the upstream is ``load_upstream.py``'s turn (the role chunk,
 ``--chunks`` text chunks, one valid ``write`` call in fragments, the finish, the usage,
@@ -22,6 +22,7 @@ It prints microseconds per request and each variant's cost beyond ``pass``, as a
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -83,11 +84,32 @@ class MemoryUpstream(httpx.AsyncBaseTransport):
         )
 
 
-def _request() -> httpx.Request:
+#: Tools offered beside the bench's ``write`` (``--tools``): an agent's list is often 20 or more.
+EXTRA_TOOLS = 0
+
+
+def _extra_tool(number: int) -> dict[str, Any]:
+    parameter = {"type": "string", "description": "a parameter " * 5}
+    schema = {
+        "type": "object",
+        "properties": {f"p{position}": parameter for position in range(8)},
+        "required": ["p0"],
+    }
+    described = {"name": f"tool_{number}", "description": "Does a thing. " * 20}
+    return {"type": "function", "function": {**described, "parameters": schema}}
+
+
+@functools.cache
+def _content(extra_tools: int) -> bytes:
     from bench_serve_load import REQUEST
 
+    body = {**REQUEST, "tools": [*REQUEST["tools"], *map(_extra_tool, range(extra_tools))]}
+    return json.dumps(body).encode()
+
+
+def _request() -> httpx.Request:
     return httpx.Request(
-        "POST", URL, headers={"content-type": "application/json"}, content=json.dumps(REQUEST)
+        "POST", URL, headers={"content-type": "application/json"}, content=_content(EXTRA_TOOLS)
     )
 
 
@@ -207,11 +229,15 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--tools", type=int, default=0, help="more tools offered (~1.2 KB each)")
     args = parser.parse_args()
+    global EXTRA_TOOLS
+    EXTRA_TOOLS = args.tools
     pieces = upstream_pieces(args.chunks)
     best = anyio.run(measure, pieces, args.rounds, args.requests)
     floor = best["rewrite"] - best["pass"]
-    print(f"{len(pieces)} reads, {sum(map(len, pieces))} bytes per response")
+    size = len(_request().content)
+    print(f"{len(pieces)} reads, {sum(map(len, pieces))} bytes per response, {size} per request")
     print(f"{'variant':<8}{'us/request':>12}{'beyond pass':>14}{'x rewrite':>12}")
     for name, spent in best.items():
         beyond = spent - best["pass"]
