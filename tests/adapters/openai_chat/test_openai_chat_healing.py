@@ -178,12 +178,31 @@ async def test_an_ok_call_keeps_its_bytes_and_a_repaired_one_is_compact_json(
     body = sse_body(
         [
             chat_chunk({"role": "assistant", "content": None}),
-            chat_chunk({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
-                                        "function": {"name": "write", "arguments": ""}}]}),
+            chat_chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "write", "arguments": ""},
+                        }
+                    ]
+                }
+            ),
             chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": odd_but_valid}}]}),
-            chat_chunk({"tool_calls": [{"index": 1, "id": "c2", "type": "function",
-                                        "function": {"name": "write",
-                                                     "arguments": trailing_comma}}]}),
+            chat_chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 1,
+                            "id": "c2",
+                            "type": "function",
+                            "function": {"name": "write", "arguments": trailing_comma},
+                        }
+                    ]
+                }
+            ),
             chat_chunk(finish_reason="tool_calls"),
         ]
     )
@@ -208,8 +227,18 @@ async def test_rejected_calls_leave_no_gap_in_the_client_indices(anyio_backend: 
     ]
     body = sse_body(
         [
-            chat_chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
-                                        "function": {"name": "write", "arguments": raw}}]})
+            chat_chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": "write", "arguments": raw},
+                        }
+                    ]
+                }
+            )
             for index, call_id, raw in fragments
         ]
         + [chat_chunk(finish_reason="tool_calls")]
@@ -225,15 +254,50 @@ async def test_ids_are_toolwire_s_synthesized_and_unique(anyio_backend: str) -> 
     """No id from the server, then a repeated id: the client gets the ids history uses."""
     body = sse_body(
         [
-            chat_chunk({"tool_calls": [{"index": 0, "type": "function",
-                                        "function": {"name": "write",
-                                                     "arguments": '{"path":"a","content":"1"}'}}]}),
-            chat_chunk({"tool_calls": [{"index": 1, "id": "same", "type": "function",
-                                        "function": {"name": "write",
-                                                     "arguments": '{"path":"b","content":"2"}'}}]}),
-            chat_chunk({"tool_calls": [{"index": 2, "id": "same", "type": "function",
-                                        "function": {"name": "write",
-                                                     "arguments": '{"path":"c","content":"3"}'}}]}),
+            chat_chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "type": "function",
+                            "function": {
+                                "name": "write",
+                                "arguments": '{"path":"a","content":"1"}',
+                            },
+                        }
+                    ]
+                }
+            ),
+            chat_chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 1,
+                            "id": "same",
+                            "type": "function",
+                            "function": {
+                                "name": "write",
+                                "arguments": '{"path":"b","content":"2"}',
+                            },
+                        }
+                    ]
+                }
+            ),
+            chat_chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 2,
+                            "id": "same",
+                            "type": "function",
+                            "function": {
+                                "name": "write",
+                                "arguments": '{"path":"c","content":"3"}',
+                            },
+                        }
+                    ]
+                }
+            ),
             chat_chunk(finish_reason="tool_calls"),
         ]
     )
@@ -258,8 +322,11 @@ def test_an_id_sent_before_gets_a_suffix() -> None:
     )
     first = encoder.call(call)
     second = encoder.call(call)
-    ids = [item["choices"][0]["delta"]["tool_calls"][0]["id"] for item in (*first, *second)
-           if isinstance(item, dict) and item["choices"][0]["delta"].get("tool_calls")]
+    ids = [
+        item["choices"][0]["delta"]["tool_calls"][0]["id"]
+        for item in (*first, *second)
+        if isinstance(item, dict) and item["choices"][0]["delta"].get("tool_calls")
+    ]
     assert ids == ["c", "c~h2"]
 
 
@@ -361,8 +428,9 @@ _ARGUMENTS = st.dictionaries(
     st.text(max_size=8),
     st.recursive(
         _JSON_LEAF,
-        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                    max_size=3),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+        ),
         max_leaves=6,
     ),
     max_size=4,
@@ -374,15 +442,38 @@ def _stream_of(texts: list[str], calls: list[dict[str, Any]], piece: int) -> byt
     chunks += [chat_chunk({"content": text}) for text in texts if text]
     for index, arguments in enumerate(calls):
         raw = json.dumps(arguments, ensure_ascii=False)
-        chunks.append(chat_chunk({"tool_calls": [{"index": index, "id": f"call_{index}",
-                                                  "type": "function",
-                                                  "function": {"name": "tool", "arguments": ""}}]}))
+        chunks.append(
+            chat_chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": f"call_{index}",
+                            "type": "function",
+                            "function": {"name": "tool", "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
         for start in range(0, len(raw), piece):
-            chunks.append(chat_chunk({"tool_calls": [{"index": index, "function": {
-                "arguments": raw[start : start + piece]}}]}))
+            chunks.append(
+                chat_chunk(
+                    {
+                        "tool_calls": [
+                            {"index": index, "function": {"arguments": raw[start : start + piece]}}
+                        ]
+                    }
+                )
+            )
     chunks.append(chat_chunk(finish_reason="tool_calls" if calls else "stop"))
-    chunks.append({**chat_chunk(), "choices": [],
-                   "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}})
+    chunks.append(
+        {
+            **chat_chunk(),
+            "choices": [],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
+        }
+    )
     return sse_body(chunks)
 
 
@@ -401,7 +492,7 @@ def test_any_generated_stream_round_trips(
     assert rewritten == encoded  # writing then reading
     # Each call goes out whole, once, with its arguments exactly as the model sent them.
     assert [json.loads(call["function"]["arguments"]) for call in _client_calls(encoded)] == calls
-    assert msgspec.json.decode(encoded.split(b"data: ")[1]) ["choices"][0]["delta"]["role"] == (
+    assert msgspec.json.decode(encoded.split(b"data: ")[1])["choices"][0]["delta"]["role"] == (
         "assistant"
     )
 
@@ -431,8 +522,6 @@ def test_raised_limit() -> None:
     assert CHAT.raised_limit({"max_tokens": True}, 500) == ({"max_tokens": True}, None)
 
 
-
-
 def test_which_requests_are_healed() -> None:
     def plan(body: dict[str, Any]) -> Any:
         return CHAT.plan_request(json.dumps(body).encode())
@@ -453,3 +542,45 @@ def test_which_requests_are_healed() -> None:
     whole = plan(_body(stream=False, stream_options=None))
     assert whole.content is None
     assert not whole.streaming
+
+
+_JSON_SCALARS = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=8)
+_JSON = st.recursive(
+    _JSON_SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@given(
+    extra=st.dictionaries(
+        st.text(max_size=8).filter(
+            lambda key: key not in {"messages", "tools", "stream", "n", "stream_options"}
+        ),
+        _JSON,
+        max_size=4,
+    ),
+    layout=st.sampled_from([(None, None), (2, None), (None, (",", ":")), (1, (", ", " : "))]),
+    before=st.sampled_from(["", " ", "\n", "\r\n\t "]),
+)
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+def test_usage_asked_for_a_stream_keeps_the_clients_bytes_but_one_member(
+    extra: dict[str, Any], layout: tuple[int | None, tuple[str, str] | None], before: str
+) -> None:
+    # The commonest healed request: a stream that did not ask for usage. One member is spliced
+    # in front (no re-encoding); what goes up reads as the plan's body, and the client's own
+    # bytes (spacing, key order, escapes) follow it unchanged.
+    indent, separators = layout
+    client = {**extra, **_body(), "stream": True}
+    del client["stream_options"]
+    content = (before + json.dumps(client, indent=indent, separators=separators)).encode()
+    plan = CHAT.plan_request(content)
+    assert plan is not None
+    assert plan.content is not None
+    assert plan.body == {**client, "stream_options": {"include_usage": True}}
+    assert json.loads(plan.content) == plan.body
+    assert msgspec.json.decode(plan.content) == plan.body
+    assert plan.content.endswith(content.lstrip()[1:])
+    assert not plan.client_wants_usage
