@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from e2e.server import chat_chunk, sse
 
 import toolwire
 from toolwire.stages import judge_cache
@@ -35,34 +36,19 @@ STRICT = _tools(["path", "content"])
 ARGUMENTS = '{"path": "notes.txt"}'
 
 
-def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
 def _answer(request: httpx.Request) -> httpx.Response:
     function = {"name": "write", "arguments": ARGUMENTS}
     call = {"id": "call_1", "type": "function", "function": function}
     if json.loads(request.content).get("stream"):
         chunks = [
-            _chunk({"role": "assistant", "content": None}),
-            _chunk({"tool_calls": [{"index": 0, **call}]}),
-            _chunk({}, "tool_calls"),
+            chat_chunk({"role": "assistant", "content": None}),
+            chat_chunk({"tool_calls": [{"index": 0, **call}]}),
+            chat_chunk({}, "tool_calls"),
         ]
-        body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
         return httpx.Response(
-            200, headers={"content-type": "text/event-stream"}, content=body + b"data: [DONE]\n\n"
+            200, headers={"content-type": "text/event-stream"}, content=sse(chunks)
         )
-    message = {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [call],
-    }
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
     completion = {
         "id": "chatcmpl-1",
         "object": "chat.completion",
