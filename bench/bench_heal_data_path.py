@@ -17,7 +17,9 @@ transport. Each variant reads that response through httpx as the proxy does
   path): planned, each read mapped to typed events, judged, observed, re-encoded.
 
 It prints microseconds per request and each variant's cost beyond ``pass``, as a ratio to
-``rewrite``'s: how far healing is from the least a rewriting proxy must do (issue 20).
+``rewrite``'s: how far healing is from the least a rewriting proxy must do (issue 20). Then the
+CPU from the request to the first piece handed on, bare and healed: what a burst of requests
+waits on before its first bytes.
 """
 
 from __future__ import annotations
@@ -231,6 +233,45 @@ async def measure(pieces: list[bytes], rounds: int, requests: int) -> dict[str, 
     return {name: min(times) for name, times in spent.items()}
 
 
+async def first_pieces(pieces: list[bytes], rounds: int, requests: int) -> dict[str, float]:
+    """Microseconds of CPU from the request to the first piece handed on, bare and healed.
+
+    What a burst of requests waits on before its first bytes: each request's cost up to there
+    (the rest of each response is read outside the timed part). Best round of each, alternated.
+    """
+    from toolwire.heal import HealingTransport
+
+    transports = {
+        "pass": MemoryUpstream(pieces),
+        "heal": HealingTransport(MemoryUpstream(pieces)),
+    }
+
+    async def until_first(transport: httpx.AsyncBaseTransport) -> float:
+        request = _request()
+        start = time.process_time()
+        response = await transport.handle_async_request(request)
+        rest = response.aiter_raw()
+        await anext(rest)
+        spent = time.process_time() - start
+        async for _ in rest:
+            pass
+        await response.aclose()
+        return spent
+
+    for transport in transports.values():
+        for _ in range(50):
+            await until_first(transport)
+    spent: dict[str, list[float]] = {name: [] for name in transports}
+    for _ in range(rounds):
+        for name, transport in transports.items():
+            gc.collect()
+            total = 0.0
+            for _ in range(requests):
+                total += await until_first(transport)
+            spent[name].append(total / requests * 1e6)
+    return {name: min(times) for name, times in spent.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--chunks", type=int, default=15)
@@ -253,6 +294,8 @@ def main() -> None:
     for name, spent in best.items():
         beyond = spent - best["pass"]
         print(f"{name:<8}{spent:>12.1f}{beyond:>14.1f}{beyond / floor:>12.2f}")
+    first = anyio.run(first_pieces, pieces, args.rounds, args.requests)
+    print(f"to the first piece: pass {first['pass']:.1f} us, heal {first['heal']:.1f} us")
 
 
 if __name__ == "__main__":

@@ -69,5 +69,6 @@ def test_the_bench_runs_and_prints_each_variant() -> None:
         env={**os.environ, "PYTHONPATH": str(BENCH_DIR)},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = [line.split()[0] for line in done.stdout.splitlines()[2:]]
-    assert rows == ["pass", "decode", "rewrite", "heal"]
+    lines = done.stdout.splitlines()
+    assert [line.split()[0] for line in lines[2:6]] == ["pass", "decode", "rewrite", "heal"]
+    assert lines[6].startswith("to the first piece: pass ")
