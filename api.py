@@ -309,7 +309,11 @@ class Pipeline:
         if self._options.get("judge", True):
             tools = self._options.get("tools")
             if tools is None and facts.tools is not None:
-                stage = judge_stage or self._judge_stages.stage_for(facts.tools)
+                stage = (
+                    judge_stage
+                    if judge_stage is not None
+                    else self._judge_stages.stage_for(facts.tools)
+                )
             else:
                 stage = next(
                     (stage for stage in default.stages if isinstance(stage, JudgeStage)), None
@@ -341,12 +345,6 @@ class Pipeline:
     ) -> AsyncGenerator[list[Event]]:
         """:meth:`stream_batches` with ``request``'s judge stage given (see :meth:`_run_for`)."""
         return observed_batches(*self._opened(source, request, judge_stage))
-
-    def _judged_events(
-        self, source: Source, request: Any, judge_stage: JudgeStage | None
-    ) -> AsyncGenerator[Event]:
-        """:meth:`stream` with ``request``'s judge stage given (see :meth:`_run_for`)."""
-        return observed_events_of_batches(*self._opened(source, request, judge_stage))
 
     def _opened(
         self, source: Source, request: Any, judge_stage: JudgeStage | None = None

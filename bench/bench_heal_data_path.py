@@ -201,18 +201,13 @@ def check_healed(pieces: list[bytes], body: bytes) -> None:
         if c["choices"]
         for call in c["choices"][0]["delta"].get("tool_calls") or []
     ]
-    arguments = json.loads(load_upstream_arguments())
+    import load_upstream
+
+    arguments = json.loads(load_upstream.ARGUMENTS)
     if [(f["name"], json.loads(f["arguments"])) for f in calls] != [("write", arguments)]:
         raise SystemExit(f"the healed call differs from the upstream's: {calls!r}")
     if not body.endswith(b"data: [DONE]\n\n"):
         raise SystemExit(f"the healed response did not end with [DONE]: {body[-200:]!r}")
-
-
-def load_upstream_arguments() -> str:
-    """The arguments of the call ``load_upstream.py`` sends, as JSON."""
-    import load_upstream
-
-    return load_upstream.ARGUMENTS
 
 
 async def measure(pieces: list[bytes], rounds: int, requests: int) -> dict[str, float]:

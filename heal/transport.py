@@ -367,6 +367,21 @@ class HealingTransport(httpx.AsyncBaseTransport):
             ),
         )
 
+    def _attempt_batches(
+        self,
+        wire: WireFormat,
+        source: Any,
+        session: HealSession,
+        planned: tuple[object, JudgeStage | None],
+    ) -> AsyncGenerator[list[Event]]:
+        """The judged batches of the session's current response: judged with the planned judge
+        stage while the body sent is the planned one (``planned``: that body and its stage,
+        see :class:`_Planned`), looked up again for a retry's body."""
+        sent = session.body
+        body, judge = planned
+        pipeline = self.pipeline_for(wire)
+        return pipeline._judged_batches(source, sent, judge if sent is body else None)
+
     async def send_retry(self, request: httpx.Request, body: dict[str, Any]) -> httpx.Response:
         """Send ``body`` to ``request``'s URL with its headers (the retry of a healed call)."""
         return await self._wrapped.handle_async_request(_with_content(request, _encode(body)))
@@ -432,7 +447,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
         """Heal ``first``, or the tool-parser error ``response`` when ``first`` is ``None``
         (``unread``: what the session made of a first body that could not be read; ``judge``:
         the judge stage of the planned body's tools, see :class:`_Planned`)."""
-        planned_body = session.body
+        planned = (session.body, judge)
         # The first attempt: the completion, or the error body the pipeline reads as a turn
         # with a rejected call; then each retry's completion, the first of which is the answer.
         source: Any = response if first is None else wire.body_as_stream(first)
@@ -440,17 +455,14 @@ class HealingTransport(httpx.AsyncBaseTransport):
         end = unread
         while True:
             if end is None:
-                sent = session.body
-                events = self.pipeline_for(wire)._judged_events(
-                    source, sent, judge if sent is planned_body else None
-                )
+                batches = self._attempt_batches(wire, source, session, planned)
                 try:
-                    async for event in events:
-                        items += session.feed(event)
+                    async for batch in batches:
+                        items += _fed(session, batch)
                         if session.outcome is not None:
                             break
                 finally:
-                    await events.aclose()
+                    await batches.aclose()
                 end = session.end_attempt()
             items += end.items
             if end.retry is None:
@@ -537,7 +549,7 @@ class _HealedStream(httpx.AsyncByteStream):
         self._transport = transport
         self._whole = whole
         #: The planned body, and the judge stage of its tools (see :class:`_Planned`).
-        self._judged = (session.body, judge)
+        self._planned = (session.body, judge)
         self._request = request
         self._wire = wire
         self._session = session
@@ -556,8 +568,9 @@ class _HealedStream(httpx.AsyncByteStream):
 
     async def _run(self) -> AsyncGenerator[bytes]:
         session = self._session
-        pipeline = self._transport.pipeline_for(self._wire)
-        frame = self._wire.frame
+        transport = self._transport
+        wire = self._wire
+        frame = wire.frame
         try:
             while True:
                 # The response (or its stream): the runner reads it and closes it on every path.
@@ -571,16 +584,12 @@ class _HealedStream(httpx.AsyncByteStream):
                     except httpx.RequestError as error:
                         end = session.unread(error)  # it broke off: a fault of the network
                     else:
-                        read = self._wire.read_body(content)
-                        source = content if read is None else self._wire.body_as_stream(read)
+                        read = wire.read_body(content)
+                        source = content if read is None else wire.body_as_stream(read)
                 if end is None:
                     # One piece per read of the upstream, not one per event: what one read
                     # brought goes on in one write.
-                    sent = session.body
-                    planned_body, judge = self._judged
-                    batches = pipeline._judged_batches(
-                        source, sent, judge if sent is planned_body else None
-                    )
+                    batches = transport._attempt_batches(wire, source, session, self._planned)
                     try:
                         async for batch in batches:
                             items = _fed(session, batch)
