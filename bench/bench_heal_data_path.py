@@ -91,7 +91,7 @@ class MemoryUpstream(httpx.AsyncBaseTransport):
 EXTRA_TOOLS = 0
 
 
-def _extra_tool(number: int) -> dict[str, Any]:
+def extra_tool(number: int) -> dict[str, Any]:
     parameter = {"type": "string", "description": "a parameter " * 5}
     schema = {
         "type": "object",
@@ -111,7 +111,7 @@ CLIENT_USAGE = True
 def _content(extra_tools: int, usage: bool) -> bytes:
     from bench_serve_load import REQUEST
 
-    body = {**REQUEST, "tools": [*REQUEST["tools"], *map(_extra_tool, range(extra_tools))]}
+    body = {**REQUEST, "tools": [*REQUEST["tools"], *map(extra_tool, range(extra_tools))]}
     if not usage:
         del body["stream_options"]
     return json.dumps(body).encode()

@@ -1,6 +1,6 @@
 """Sequential client: what ``toolwire serve`` adds to one request at a time (issue 20).
 
-Run: ``.venv/bin/python bench/bench_serve_sequential.py [--requests 50] [--json]``
+Run: ``.venv/bin/python bench/bench_serve_sequential.py [--requests 50] [--tools 0] [--json]``
 
 An agent sends its turns one at a time on one kept-alive connection, so what it feels is the
 latency the proxy adds to each request, not its throughput. Three processes on loopback: a fake
@@ -16,6 +16,9 @@ healing's as a multiple of the bare proxy's. Then one heal: a
 request whose first answer is a call cut by the token limit, through the healing proxy; its
 cost beyond the retry's own upstream time is ``healed - passed - direct`` (p50s), where
 ``passed`` is the same request answered well at once.
+
+``--tools N`` offers N more tools (about 1.2 KB of JSON each, ``bench_heal_data_path.py``'s),
+beside ``write``: an agent's request, whose body the healing reads and the bare proxy does not.
 """
 
 from __future__ import annotations
@@ -30,13 +33,16 @@ from typing import Any
 import httpx
 import openai
 import psutil
+from bench_heal_data_path import extra_tool
 from bench_serve_load import TOOLS, percentile, start_proxy, start_upstream
 
 MESSAGES = [{"role": "user", "content": "write"}]
+#: What every request offers (``--tools``).
+OFFERED: list[dict[str, Any]] = list(TOOLS)
 
 
 def _httpx_request(client: httpx.Client, base: str, model: str, stream: bool) -> None:
-    body = {"model": model, "messages": MESSAGES, "tools": TOOLS, "stream": stream}
+    body = {"model": model, "messages": MESSAGES, "tools": OFFERED, "stream": stream}
     with client.stream("POST", f"{base}/chat/completions", json=body) as response:
         content = response.read()
     if response.status_code != 200 or b"hello" not in content:
@@ -49,13 +55,13 @@ def _openai_request(client: openai.OpenAI, model: str, stream: bool) -> None:
         for chunk in client.chat.completions.create(
             model=model,
             messages=MESSAGES,
-            tools=TOOLS,
+            tools=OFFERED,
             stream=True,  # type: ignore[arg-type]
         ):
             for call in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
                 arguments += call.function.arguments or "" if call.function else ""
     else:
-        reply = client.chat.completions.create(model=model, messages=MESSAGES, tools=TOOLS)  # type: ignore[arg-type]
+        reply = client.chat.completions.create(model=model, messages=MESSAGES, tools=OFFERED)  # type: ignore[arg-type]
         arguments = (reply.choices[0].message.tool_calls or [])[0].function.arguments
     if "hello" not in arguments:
         raise RuntimeError(f"not the good call: {arguments!r}")
@@ -148,8 +154,10 @@ def measure(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=50)
+    parser.add_argument("--tools", type=int, default=0, help="more tools offered (~1.2 KB each)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    OFFERED[1:] = map(extra_tool, range(args.tools))
     processes = []
     try:
         upstream, direct = start_upstream("sequential_upstream:app")

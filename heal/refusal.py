@@ -46,8 +46,16 @@ class ToolLimits(msgspec.Struct, frozen=True, kw_only=True):
     max_tools_bytes: int = 1024 * 1024
 
 
-def tools_refusal(tools: object, limits: ToolLimits) -> Refusal | None:
-    """The refusal of a tool list over ``limits``, or ``None`` (also when ``tools`` is none)."""
+def tools_refusal(
+    tools: object, limits: ToolLimits, *, list_bytes: int | None = None
+) -> Refusal | None:
+    """The refusal of a tool list over ``limits``, or ``None`` (also when ``tools`` is none).
+
+    ``list_bytes``: the size of the whole list as compact JSON, when the caller has it (the
+    judge cache's key). Each tool, and all of them together, is smaller: a list within both
+    size limits needs no tool encoded again (21 encodes of a 25 KB list cost about 27 µs per
+    request, the same every turn of an agent).
+    """
     if not isinstance(tools, list | tuple):
         return None
     if len(tools) > limits.max_tools:
@@ -57,6 +65,10 @@ def tools_refusal(tools: object, limits: ToolLimits) -> Refusal | None:
             f"the request offers {len(tools)} tools; toolwire judges at most "
             f"{limits.max_tools} per request (max_tools)",
         )
+    if list_bytes is not None and list_bytes <= min(
+        limits.max_tool_schema_bytes, limits.max_tools_bytes
+    ):
+        return None
     total = 0
     for position, tool in enumerate(tools):
         try:

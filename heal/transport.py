@@ -69,6 +69,7 @@ from ..core.parser_errors import read_parser_error
 from ..core.wire import HealPlan, HealSettings, WireFormat, WireItem
 from ..judge import Policy
 from ..stages.judge import JudgeStage
+from ..stages.judge_cache import tool_list_key
 from ..stages.telemetry.observer import Redactor
 from .refusal import Refusal, ToolLimits, compile_refusal, tools_refusal
 from .session import AttemptEnd, HealSession
@@ -342,14 +343,17 @@ class HealingTransport(httpx.AsyncBaseTransport):
             tools = read_request(wire.provider, plan.body).tools
         except ConfigurationError as error:
             return Refusal(400, "invalid_request", f"toolwire cannot read this request: {error}")
-        refusal = tools_refusal(tools, self._tool_limits)
-        if refusal is not None:
-            return refusal
         if tools is None:
             return _Planned(plan, None)
+        # One canonical encoding of the list: the cache's key, and the bound of its sizes.
+        key = tool_list_key(tools)
+        list_bytes = None if key is None else key.size
+        refusal = tools_refusal(tools, self._tool_limits, list_bytes=list_bytes)
+        if refusal is not None:
+            return refusal
         # The pipeline's own cache (api.py keeps it private; it is this package's to share).
         stages = self.pipeline_for(wire)._judge_stages
-        judge = stages.cached(tools)
+        judge = None if key is None else stages.cached(tools, key)
         if judge is not None:
             return _Planned(plan, judge)
         return _Uncompiled(plan, stages.stage_for, tools)

@@ -18,14 +18,14 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import msgspec
 
 from ..judge import Policy
 from .judge import JudgeStage
 
-__all__ = ["JudgeStageCache"]
+__all__ = ["JudgeStageCache", "ToolListKey", "tool_list_key"]
 
 _canonical = msgspec.json.Encoder(order="sorted").encode
 
@@ -62,24 +62,28 @@ class JudgeStageCache:
         """The canonical JSON size of the lists kept now (at most ``max_bytes``)."""
         return self._bytes
 
-    def cached(self, tools: Any) -> JudgeStage | None:
-        """The stage of ``tools`` when it is kept, else ``None`` (nothing is compiled)."""
-        key = _key(tools)
+    def cached(self, tools: Any, key: ToolListKey | None = None) -> JudgeStage | None:
+        """The stage of ``tools`` when it is kept, else ``None`` (nothing is compiled).
+
+        ``key``: ``tools``' own :func:`tool_list_key`, when the caller already made it.
+        """
         if key is None:
-            return None
+            key = tool_list_key(tools)
+            if key is None:
+                return None
         with self._lock:
-            entry = self._stages.get(key[0])
+            entry = self._stages.get(key.digest)
             if entry is None:
                 return None
-            self._stages.move_to_end(key[0])
+            self._stages.move_to_end(key.digest)
             return entry[0]
 
     def stage_for(self, tools: Any) -> JudgeStage:
         """The stage that judges against ``tools`` (a JSON value, as a request carries it)."""
-        key = _key(tools)
+        key = tool_list_key(tools)
         if key is None:
             return self._build(tools)  # not plain JSON: nothing to key it by
-        digest, weight = key
+        digest, weight = key.digest, key.size
         with self._lock:
             entry = self._stages.get(digest)
             if entry is not None:
@@ -101,10 +105,22 @@ class JudgeStageCache:
         return JudgeStage(tools=tools, policy=self._policy, truncated_calls=self._truncated_calls)
 
 
-def _key(tools: Any) -> tuple[bytes, int] | None:
-    """The digest of ``tools``' canonical JSON and its size; ``None`` when it is not JSON."""
+class ToolListKey(NamedTuple):
+    """What a tool list is kept by: the digest of its canonical JSON, and that JSON's size.
+
+    The size is the list's compact JSON size too (sorting keys changes no length), so it
+    bounds each tool's and their sum: ``tools_refusal`` checks no tool one by one when the
+    whole list is within its limits.
+    """
+
+    digest: bytes
+    size: int
+
+
+def tool_list_key(tools: Any) -> ToolListKey | None:
+    """``tools``' :class:`ToolListKey`; ``None`` when it is not plain JSON."""
     try:
         canonical = _canonical(tools)
     except (TypeError, msgspec.EncodeError, RecursionError):
         return None
-    return hashlib.blake2b(canonical, digest_size=32).digest(), len(canonical)
+    return ToolListKey(hashlib.blake2b(canonical, digest_size=32).digest(), len(canonical))

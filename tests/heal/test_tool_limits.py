@@ -10,10 +10,12 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import toolwire
 from toolwire.heal.refusal import ToolLimits, tools_refusal
-from toolwire.stages.judge_cache import JudgeStageCache
+from toolwire.stages.judge_cache import JudgeStageCache, tool_list_key
 
 from .client import SDK_ON_TRIO_LEAK, USER
 
@@ -113,6 +115,34 @@ def test_the_limits_name_the_tool_and_pass_what_is_under_them() -> None:
     refusal = tools_refusal([_tool("ok"), _tool("huge", 3000)], LIMITS)
     assert refusal is not None
     assert "'huge'" in refusal.message
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@given(
+    tools=st.lists(st.dictionaries(st.text(max_size=8), _JSON, max_size=5), max_size=6),
+    limits=st.builds(
+        ToolLimits,
+        max_tools=st.integers(0, 8),
+        max_tool_schema_bytes=st.integers(0, 400),
+        max_tools_bytes=st.integers(0, 900),
+    ),
+)
+def test_the_list_size_from_the_cache_key_refuses_exactly_what_encoding_each_tool_does(
+    tools: list[dict[str, Any]], limits: ToolLimits
+) -> None:
+    """The shortcut (no tool encoded again when the whole list is within the limits) never
+    passes a list that the per-tool check refuses, and refuses with the same message."""
+    key = tool_list_key(tools)
+    assert key is not None
+    assert tools_refusal(tools, limits, list_bytes=key.size) == tools_refusal(tools, limits)
 
 
 def test_the_cache_of_lists_is_bounded_by_their_size_too() -> None:
