@@ -48,6 +48,7 @@ from bench_serve_load import (
     start_proxy,
     start_upstream,
 )
+from process_cpu import cpu_seconds
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -125,11 +126,6 @@ def _worker(pid: int) -> psutil.Process:
     process = psutil.Process(pid)
     children = process.children(recursive=True)
     return children[-1] if len(children) == 1 else process
-
-
-def _cpu(process: psutil.Process) -> float:
-    times = process.cpu_times()
-    return float(times.user + times.system)
 
 
 def start_targets(upstream: str, folder: Path) -> tuple[dict[str, psutil.Process], dict[str, str]]:
@@ -246,14 +242,14 @@ def sequential_phase(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
                 _block(lambda c=clients[name], b=base, s=stream: _request(c, b, s), 5, [])
             for _ in range(args.rounds):
                 for name, base in bases.items():
-                    before = _cpu(watched[name])
+                    before = cpu_seconds(watched[name])
                     latency[name] += _block(
                         lambda c=clients[name], b=base, s=stream: _request(c, b, s),
                         args.requests,
                         errors[name],
                     )
                     time.sleep(0.2)  # what the target does after answering counts too
-                    cpu[name] += _cpu(watched[name]) - before
+                    cpu[name] += cpu_seconds(watched[name]) - before
             direct_p50 = statistics.median(latency["direct"])
             for name in bases:
                 p50 = statistics.median(latency[name])

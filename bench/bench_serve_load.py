@@ -50,6 +50,7 @@ from typing import Any
 import anyio
 import httpx
 import psutil
+from process_cpu import cpu_seconds
 
 HERE = Path(__file__).resolve().parent
 TOOLS = [
@@ -210,7 +211,7 @@ async def run_round(mode: str, base: str, pid: int, streams: int) -> Round:
     result = Round(mode)
     process = psutil.Process(pid)
     base_rss = process.memory_info().rss
-    cpu_before = sum(process.cpu_times()[:2])
+    cpu_before = cpu_seconds(process)
     peak = base_rss
     done = anyio.Event()
 
@@ -232,7 +233,7 @@ async def run_round(mode: str, base: str, pid: int, streams: int) -> Round:
             done.set()
         result.seconds = time.perf_counter() - started
     result.peak_rss_growth = peak - base_rss
-    result.cpu_seconds = sum(process.cpu_times()[:2]) - cpu_before
+    result.cpu_seconds = cpu_seconds(process) - cpu_before
     return result
 
 
@@ -301,14 +302,6 @@ class Throughput:
         return sum(self.worker_cpu)
 
 
-def _cpu_seconds(process: psutil.Process) -> float:
-    try:
-        times = process.cpu_times()
-    except psutil.NoSuchProcess:
-        return 0.0
-    return float(times.user + times.system)
-
-
 def _workers_of(pid: int) -> list[psutil.Process]:
     """The processes that serve: the workers, or the one process of ``--workers 1``."""
     parent = psutil.Process(pid)
@@ -356,14 +349,14 @@ async def run_throughput_round(
         async with anyio.create_task_group() as group:
             for _ in range(streams):
                 group.start_soon(_stream_loop, client, url, 0.0, None)
-        cpu_before = [_cpu_seconds(p) for p in (*serving, upstream, client_process)]
+        cpu_before = [cpu_seconds(p) for p in (*serving, upstream, client_process)]
         started = time.perf_counter()
         async with anyio.create_task_group() as group:
             for _ in range(streams):
                 group.start_soon(_stream_loop, client, url, started + duration, result)
         result.seconds = time.perf_counter() - started
         cpu = [
-            _cpu_seconds(p) - before
+            cpu_seconds(p) - before
             for p, before in zip((*serving, upstream, client_process), cpu_before, strict=True)
         ]
     result.worker_cpu = cpu[: len(serving)]

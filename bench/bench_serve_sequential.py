@@ -35,6 +35,7 @@ import openai
 import psutil
 from bench_heal_data_path import extra_tool
 from bench_serve_load import TOOLS, percentile, start_proxy, start_upstream
+from process_cpu import cpu_seconds
 
 MESSAGES = [{"role": "user", "content": "write"}]
 #: What every request offers (``--tools``).
@@ -99,11 +100,6 @@ def _timed(runs: dict[str, Callable[[], None]], requests: int) -> dict[str, list
     return samples
 
 
-def _cpu_seconds(process: psutil.Process) -> float:
-    times = process.cpu_times()
-    return float(times.user + times.system)
-
-
 def measure(
     bases: dict[str, str], requests: int, pids: dict[str, int] | None = None
 ) -> dict[str, Any]:
@@ -117,10 +113,10 @@ def measure(
                 runs = {
                     name: (lambda s=send, st=stream: s("ok", st)) for name, send in senders.items()
                 }
-                cpu_before = {name: _cpu_seconds(process) for name, process in processes.items()}
+                cpu_before = {name: cpu_seconds(process) for name, process in processes.items()}
                 samples = _timed(runs, requests)
                 cpu_ms = {
-                    name: (_cpu_seconds(process) - cpu_before[name]) / (requests + 2) * 1e3
+                    name: (cpu_seconds(process) - cpu_before[name]) / (requests + 2) * 1e3
                     for name, process in processes.items()
                 }
                 p50 = {name: statistics.median(values) for name, values in samples.items()}
