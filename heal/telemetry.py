@@ -200,6 +200,8 @@ class HealTelemetry:
         """
         settings = self.telemetry
         try:
+            if not settings.records():
+                return NullHealObserver()  # nothing could record it (``Telemetry.records``)
             tracer = trace.get_tracer("toolwire", __version__, settings.tracer_provider)
             instruments = _HEAL_INSTRUMENTS.get(settings.meter_provider, __version__)
             capture = settings.captures_content()

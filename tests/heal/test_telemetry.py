@@ -14,6 +14,7 @@ import anyio
 import httpx
 import pytest
 from e2e.server import chat_chunk, cut_write_reply, sse, text_reply, tool_calls_reply
+from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -326,3 +327,16 @@ def test_heal_telemetry_checks_its_settings_as_the_pipeline_does(
 ) -> None:
     with pytest.raises(ConfigurationError, match=option):
         HealTelemetry(**{option: value})  # type: ignore[arg-type]
+
+
+def test_an_exchange_nothing_could_record_gets_the_null_observer(
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    """The API's own no-op providers record nothing: the exchange skips OpenTelemetry (issue
+    20); a provider that records gets the exchange's observer."""
+    silent = HealTelemetry(
+        tracer_provider=trace.NoOpTracerProvider(), meter_provider=metrics.NoOpMeterProvider()
+    )
+    assert isinstance(silent.start("openai"), heal_telemetry.NullHealObserver)
+    recording = HealTelemetry(tracer_provider=spans[0], meter_provider=metrics.NoOpMeterProvider())
+    assert isinstance(recording.start("openai"), heal_telemetry.HealRun)

@@ -85,13 +85,13 @@ async def test_one_digest_per_request_and_each_judged_by_its_own_tools(
     monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
     digests: list[object] = []
-    key = judge_cache._key
+    canonical = judge_cache._canonical  # what every digest of a tool list starts from
 
     def counted(tools: Any) -> Any:
         digests.append(tools)
-        return key(tools)
+        return canonical(tools)
 
-    monkeypatch.setattr(judge_cache, "_key", counted)
+    monkeypatch.setattr(judge_cache, "_canonical", counted)
     transport = toolwire.HealingTransport(httpx.MockTransport(_answer), max_retries=0)
     async with httpx.AsyncClient(transport=transport) as client:
         for tools in (LENIENT, STRICT):  # first sight: compiled, then looked up by the turn

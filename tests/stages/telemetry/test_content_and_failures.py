@@ -15,11 +15,13 @@ import toolwire
 from toolwire.core.errors import ConfigurationError
 from toolwire.core.events import Finish, StreamEnd
 from toolwire.stages.telemetry.observer import (
+    _SILENT_METER_PROVIDERS,
     CAPTURE_CONTENT_ENV,
     NullObserver,
     Telemetry,
     capture_content_from_env,
     observe_turn,
+    start_observer,
 )
 
 from ._telemetry_helpers import by_name, complete, hand_judge, judge_by_hand, rejected, repaired
@@ -259,3 +261,59 @@ def test_observe_turn_falls_back_to_a_null_observer() -> None:
     assert isinstance(observer, NullObserver)
     observer.observe(StreamEnd())
     observer.close(None)
+
+
+# -- providers that record nothing -------------------------------------------------------------
+
+
+class _NoTracer(trace.NoOpTracerProvider):
+    """A no-op provider by type, which counts how often it is asked for a tracer."""
+
+    asked = 0
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+        type(self).asked += 1
+        return super().get_tracer(*args, **kwargs)
+
+
+def test_a_run_that_nothing_could_record_makes_no_opentelemetry_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No provider set anywhere, or the API's own no-op ones: no span is opened, no tracer or
+    meter asked for (issue 20: ~25 µs of a healed request); the run sees a NullObserver."""
+
+    asked: list[object] = []
+
+    def no_call(*args: Any, **kwargs: Any) -> Any:
+        asked.append(args)  # (an exception would be caught: telemetry never breaks a run)
+        raise RuntimeError("OpenTelemetry was asked for a tracer or a meter")
+
+    # The global providers as the API hands them out while no application has set one.
+    monkeypatch.setattr(trace, "get_tracer_provider", trace.ProxyTracerProvider)
+    monkeypatch.setattr(metrics, "get_meter_provider", _SILENT_METER_PROVIDERS[-1])
+    monkeypatch.setattr(trace, "get_tracer", no_call)
+    monkeypatch.setattr(trace.NoOpTracerProvider, "get_tracer", no_call)
+    monkeypatch.setattr(trace.ProxyTracerProvider, "get_tracer", no_call)
+    for settings in (
+        Telemetry(),  # the global providers, while no application has set one
+        Telemetry(
+            tracer_provider=trace.NoOpTracerProvider(), meter_provider=metrics.NoOpMeterProvider()
+        ),
+    ):
+        assert not settings.records()
+        assert isinstance(start_observer(settings, "openai"), NullObserver)
+    assert asked == []
+
+
+def test_any_provider_that_may_record_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real tracer provider, a real meter provider, a subclass of a no-op provider (it may do
+    anything), or a global provider set by the application: the run is observed."""
+    _NoTracer.asked = 0
+    assert Telemetry(tracer_provider=TracerProvider()).records()
+    assert Telemetry(meter_provider=MeterProvider()).records()
+    subclass = Telemetry(tracer_provider=_NoTracer(), meter_provider=metrics.NoOpMeterProvider())
+    assert subclass.records()
+    assert not isinstance(start_observer(subclass, "openai"), NullObserver)
+    assert _NoTracer.asked == 1
+    monkeypatch.setattr(trace, "get_tracer_provider", TracerProvider)  # set after it was built
+    assert Telemetry().records()
