@@ -72,3 +72,23 @@ def test_the_bench_runs_and_prints_each_variant() -> None:
     lines = done.stdout.splitlines()
     assert [line.split()[0] for line in lines[2:6]] == ["pass", "decode", "rewrite", "heal"]
     assert lines[6].startswith("to the first piece: pass ")
+
+
+def test_the_layers_bench_runs_and_prints_each_layer() -> None:
+    """``bench_heal_layers.py`` takes a real text read through each layer (it asserts that the
+    mapper made a ``TextDelta`` of it) and prints every layer, the floor and the ratio."""
+    done = subprocess.run(
+        [sys.executable, str(BENCH_DIR / "bench_heal_layers.py"), "--reads", "400",
+         "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(BENCH_DIR)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    names = [line.rsplit(maxsplit=1)[0] for line in done.stdout.splitlines()[1:-1]]
+    assert names == [
+        "sse", "mapper", "steps", "generators", "session", "frame", "layers", "floor",
+        "argument read, sse and mapper",
+    ]  # fmt: skip
+    assert done.stdout.splitlines()[-1].startswith("layers / floor: ")
