@@ -8,28 +8,19 @@ timing is asserted: the figures are the bench's to report).
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from types import ModuleType
 
 import anyio
 import pytest
 
-BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
+from .bench_scripts import imported, run_bench
 
 
 @pytest.fixture
 def bench() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(BENCH_DIR))
-    try:
-        import bench_heal_data_path
-
-        yield bench_heal_data_path
-    finally:
-        sys.path.remove(str(BENCH_DIR))
+    with imported("bench_heal_data_path") as module:
+        yield module
 
 
 def test_the_healed_turn_passes_the_check(bench: ModuleType) -> None:
@@ -60,14 +51,9 @@ def test_a_response_that_is_not_the_turn_stops_the_bench(
 
 
 def test_the_bench_runs_and_prints_each_variant() -> None:
-    done = subprocess.run(
-        [sys.executable, str(BENCH_DIR / "bench_heal_data_path.py"), "--rounds", "1",
-         "--requests", "3", "--chunks", "2"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(BENCH_DIR)},
-    )  # fmt: skip
+    done = run_bench(
+        "bench_heal_data_path.py", "--rounds", "1", "--requests", "3", "--chunks", "2"
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert [line.split()[0] for line in lines[2:6]] == ["pass", "decode", "rewrite", "heal"]
@@ -77,14 +63,7 @@ def test_the_bench_runs_and_prints_each_variant() -> None:
 def test_the_layers_bench_runs_and_prints_each_layer() -> None:
     """``bench_heal_layers.py`` takes a real text read through each layer (it asserts that the
     mapper made a ``TextDelta`` of it) and prints every layer, the floor and the ratio."""
-    done = subprocess.run(
-        [sys.executable, str(BENCH_DIR / "bench_heal_layers.py"), "--reads", "400",
-         "--rounds", "1"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(BENCH_DIR)},
-    )  # fmt: skip
+    done = run_bench("bench_heal_layers.py", "--reads", "400", "--rounds", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     names = [line.rsplit(maxsplit=1)[0] for line in done.stdout.splitlines()[1:-1]]
     assert names == [

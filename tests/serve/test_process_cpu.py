@@ -10,25 +10,20 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import psutil
 import pytest
 
-BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
+from .bench_scripts import imported
+
 SPIN = "import time\nend = time.process_time() + 0.15\nwhile time.process_time() < end: pass\n"
 
 
 @pytest.fixture
 def process_cpu() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(BENCH_DIR))
-    try:
-        import process_cpu
-
-        yield process_cpu
-    finally:
-        sys.path.remove(str(BENCH_DIR))
+    with imported("process_cpu") as module:
+        yield module
 
 
 def test_another_process_cpu_is_read_finer_than_a_clock_tick(process_cpu: ModuleType) -> None:
