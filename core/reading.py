@@ -124,6 +124,9 @@ async def mapped_batches(
     if _is_error_response(source):
         ended = await _failed_response(source, mapper)
     else:
+        # Only a source read by awaiting can be waited on; a sync one cannot hold the loop
+        # (nor be cut off by a timer: the read blocks), so its drain needs no timer.
+        awaited = _is_http_response(source) or isinstance(source, AsyncIterable)
         iterator = _iterator(source)
         added: list[Event] = []
         last: list[Event] = []
@@ -143,7 +146,7 @@ async def mapped_batches(
                     # The terminator: nothing after it is read. A server that holds the body
                     # open after it gets a short grace to end it, then the source is closed.
                     last = batch
-                    await _drain(iterator)
+                    await _drain(iterator, timed=awaited)
                     break
                 if batch and steps is not None:
                     batch = await steps.apply(batch)
@@ -209,21 +212,30 @@ def _before_finish(events: list[Event], extra: list[Event]) -> list[Event]:
     return [*events, *extra]
 
 
-async def _drain(iterator: AsyncIterator[Any]) -> None:
+async def _drain(iterator: AsyncIterator[Any], *, timed: bool = True) -> None:
     """Let a source end by itself after the terminator, within :data:`DRAIN_GRACE` and a size.
 
     A normal server closes right after its terminator: draining lets the transport's own
     generators finish cleanly (closing them half-read leaves them to the garbage collector).
-    A server that holds the body open, or keeps sending, is cut off.
+    A server that holds the body open, or keeps sending, is cut off. ``timed=False`` for a
+    source in memory or read synchronously: no timer could cut it off, and setting one costs a
+    cancel scope (about a tenth of healing a whole completion, ``docs/serve.md``).
     """
+    if not timed:
+        await _drain_reads(iterator)
+        return
     with anyio.move_on_after(DRAIN_GRACE):
-        for _ in range(_DRAIN_READS):
-            try:
-                await anext(iterator)
-            except StopAsyncIteration:
-                return
-            except Exception:  # a failure after the terminator changes nothing
-                return
+        await _drain_reads(iterator)
+
+
+async def _drain_reads(iterator: AsyncIterator[Any]) -> None:
+    for _ in range(_DRAIN_READS):
+        try:
+            await anext(iterator)
+        except StopAsyncIteration:
+            return
+        except Exception:  # a failure after the terminator changes nothing
+            return
 
 
 async def _from_sync(items: Iterable[Any]) -> AsyncGenerator[Any]:

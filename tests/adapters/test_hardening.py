@@ -314,6 +314,34 @@ async def test_reading_stops_at_done_even_if_the_body_stays_open() -> None:
     assert closed == [True]
 
 
+async def test_only_a_source_read_by_awaiting_gets_the_drain_timer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After the terminator, a source in memory (or read synchronously) is drained without the
+    grace timer: nothing could be waited on, and no timer could cut a blocking read off (the
+    cancel scope was a tenth of healing a whole completion). An awaited source keeps it."""
+    timers: list[float] = []
+    move_on_after = anyio.move_on_after
+
+    def counted(delay: float, *args: Any, **kwargs: Any) -> Any:
+        timers.append(delay)
+        return move_on_after(delay, *args, **kwargs)
+
+    monkeypatch.setattr(anyio, "move_on_after", counted)
+    body = sse_body([chat_chunk({"content": "a"}), chat_chunk({}, "stop")])
+
+    async def awaited() -> AsyncIterator[bytes]:
+        yield body
+
+    for source in (body, [body], iter([body, b"more"])):
+        turn = await toolwire.collect(source)
+        assert (turn.text, turn.stop_reason) == ("a", "end_turn")
+    assert timers == []
+    turn = await toolwire.collect(awaited())
+    assert (turn.text, turn.stop_reason) == ("a", "end_turn")
+    assert len(timers) == 1
+
+
 async def test_a_source_whose_close_fails_keeps_the_turn() -> None:
     class Stream:
         def __init__(self) -> None:
