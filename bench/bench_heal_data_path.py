@@ -1,7 +1,7 @@
 """What healing's data path costs against what any rewriting proxy must do, in memory, side by side.
 
 Run: ``PYTHONPATH=bench .venv/bin/python bench/bench_heal_data_path.py [--chunks 15] [--tools 0]
-[--no-usage]``
+[--no-usage] [--whole]``
 
 No sockets and no event-loop I/O: the upstream is ``load_upstream.py``'s turn (the role chunk,
 ``--chunks`` text chunks, one valid ``write`` call in fragments, the finish, the usage,
@@ -15,6 +15,9 @@ transport. Each variant reads that response through httpx as the proxy does
   rewrites the stream must do;
 - ``heal``: the request and response through ``HealingTransport`` (``toolwire serve``'s data
   path): planned, each read mapped to typed events, judged, observed, re-encoded.
+
+``--whole``: the same turn as one ``chat.completion`` body (its text joined, its call whole, its
+finish and usage), asked without ``stream``: one read of JSON, decoded and encoded once.
 
 It prints microseconds per request and each variant's cost beyond ``pass``, as a ratio to
 ``rewrite``'s: how far healing is from the least a rewriting proxy must do (issue 20). Then the
@@ -72,19 +75,50 @@ class _Pieces(httpx.AsyncByteStream):
             yield piece
 
 
+#: The turn as one ``chat.completion`` body, asked without ``stream`` (``--whole``).
+WHOLE = False
+
+
+def whole_body(pieces: list[bytes]) -> bytes:
+    """The turn of ``pieces`` as one ``chat.completion``: its text joined, its calls whole."""
+    chunks = [_decode(event) for piece in pieces for event in _sse_events(piece)]
+    deltas = [chunk["choices"][0] for chunk in chunks if chunk.get("choices")]
+    calls: dict[int, dict[str, Any]] = {}
+    for delta in (choice["delta"] for choice in deltas):
+        for fragment in delta.get("tool_calls") or []:
+            call = calls.setdefault(
+                fragment["index"],
+                {"id": fragment.get("id"), "type": "function",
+                 "function": {"name": "", "arguments": ""}},
+            )  # fmt: skip
+            function = fragment.get("function") or {}
+            call["function"]["name"] += function.get("name") or ""
+            call["function"]["arguments"] += function.get("arguments") or ""
+    message = {
+        "role": "assistant",
+        "content": "".join(choice["delta"].get("content") or "" for choice in deltas),
+        "tool_calls": [calls[index] for index in sorted(calls)],
+    }
+    finish = next(choice["finish_reason"] for choice in deltas if choice.get("finish_reason"))
+    usage = next(chunk["usage"] for chunk in chunks if chunk.get("usage"))
+    first = chunks[0]
+    return _encode(
+        {"id": first["id"], "object": "chat.completion", "created": first["created"],
+         "model": first["model"], "usage": usage,
+         "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+    )  # fmt: skip
+
+
 class MemoryUpstream(httpx.AsyncBaseTransport):
-    """Answers every request with the recorded pieces, as an event stream."""
+    """Answers every request with the recorded pieces: an event stream, or one JSON body."""
 
     def __init__(self, pieces: list[bytes]) -> None:
         self._pieces = pieces
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         await request.aread()
-        return httpx.Response(
-            200,
-            headers=[(b"content-type", b"text/event-stream")],
-            stream=_Pieces(self._pieces),
-        )
+        kind = b"application/json" if WHOLE else b"text/event-stream"
+        return httpx.Response(200, headers=[(b"content-type", kind)], stream=_Pieces(self._pieces))
 
 
 #: Tools offered beside the bench's ``write`` (``--tools``): an agent's list is often 20 or more.
@@ -108,17 +142,19 @@ CLIENT_USAGE = True
 
 
 @functools.cache
-def _content(extra_tools: int, usage: bool) -> bytes:
+def _content(extra_tools: int, usage: bool, whole: bool) -> bytes:
     from bench_serve_load import REQUEST
 
     body = {**REQUEST, "tools": [*REQUEST["tools"], *map(extra_tool, range(extra_tools))]}
-    if not usage:
+    if not usage or whole:
         del body["stream_options"]
+    if whole:
+        del body["stream"]
     return json.dumps(body).encode()
 
 
 def _request() -> httpx.Request:
-    content = _content(EXTRA_TOOLS, CLIENT_USAGE)
+    content = _content(EXTRA_TOOLS, CLIENT_USAGE, WHOLE)
     return httpx.Request("POST", URL, headers={"content-type": "application/json"}, content=content)
 
 
@@ -126,8 +162,13 @@ _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
 
 
-def _events(piece: bytes) -> list[bytes]:
+def _sse_events(piece: bytes) -> list[bytes]:
     return [part[6:] for part in piece.split(b"\n\n") if part.startswith(b"data: {")]
+
+
+def _events(piece: bytes) -> list[bytes]:
+    """The JSON documents of one read: its events, or (``--whole``) the read itself."""
+    return [piece] if WHOLE else _sse_events(piece)
 
 
 def variants(pieces: list[bytes]) -> dict[str, Callable[[], Awaitable[int]]]:
@@ -186,6 +227,9 @@ def check_healed(pieces: list[bytes], body: bytes) -> None:
 
     Measuring an error path instead (a refusal, a 502) would make every figure meaningless.
     """
+    if WHOLE:
+        _check_whole(pieces, body)
+        return
     sent = [_decode(event) for piece in pieces for event in _events(piece)]
     try:
         got = [_decode(event) for event in _events(body)]
@@ -208,6 +252,23 @@ def check_healed(pieces: list[bytes], body: bytes) -> None:
         raise SystemExit(f"the healed call differs from the upstream's: {calls!r}")
     if not body.endswith(b"data: [DONE]\n\n"):
         raise SystemExit(f"the healed response did not end with [DONE]: {body[-200:]!r}")
+
+
+def _check_whole(pieces: list[bytes], body: bytes) -> None:
+    """``check_healed`` for ``--whole``: the healed completion has the upstream's text and call."""
+    sent = _decode(pieces[0])["choices"][0]["message"]
+    try:
+        got = _decode(body)["choices"][0]["message"]
+    except (msgspec.DecodeError, KeyError, IndexError, TypeError):
+        raise SystemExit(f"the healed response is no completion: {body[:300]!r}") from None
+    if got.get("content") != sent["content"]:
+        raise SystemExit(f"the healed text differs from the upstream's: {body[:300]!r}")
+    calls = [call["function"] for call in got.get("tool_calls") or []]
+    import load_upstream
+
+    arguments = json.loads(load_upstream.ARGUMENTS)
+    if [(f["name"], json.loads(f["arguments"])) for f in calls] != [("write", arguments)]:
+        raise SystemExit(f"the healed call differs from the upstream's: {calls!r}")
 
 
 async def measure(pieces: list[bytes], rounds: int, requests: int) -> dict[str, float]:
@@ -276,11 +337,15 @@ def main() -> None:
     parser.add_argument(
         "--no-usage", action="store_true", help="the client does not ask for the usage chunk"
     )
+    parser.add_argument("--whole", action="store_true", help="one chat.completion, not a stream")
     args = parser.parse_args()
-    global EXTRA_TOOLS, CLIENT_USAGE
+    global EXTRA_TOOLS, CLIENT_USAGE, WHOLE
     EXTRA_TOOLS = args.tools
     CLIENT_USAGE = not args.no_usage
     pieces = upstream_pieces(args.chunks)
+    if args.whole:
+        pieces = [whole_body(pieces)]
+        WHOLE = True
     best = anyio.run(measure, pieces, args.rounds, args.requests)
     floor = best["rewrite"] - best["pass"]
     size = len(_request().content)

@@ -60,6 +60,28 @@ def test_the_bench_runs_and_prints_each_variant() -> None:
     assert lines[6].startswith("to the first piece: pass ")
 
 
+def test_the_whole_completion_is_the_turn_and_a_spoiled_one_stops_the_bench(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--whole``: the turn as one completion (its text joined, its call whole), healed and
+    checked like the stream; another text or call stops the bench."""
+    pieces = [bench.whole_body(bench.upstream_pieces(4))]
+    monkeypatch.setattr(bench, "WHOLE", True)
+    body = anyio.run(bench.healed_body, pieces)
+    bench.check_healed(pieces, body)
+    for spoiled in (
+        body.replace(b'"name":"write"', b'"name":"other"'),
+        body.replace(b'"content":"t', b'"content":"x', 1),
+        body[: len(body) // 2],
+    ):
+        assert spoiled != body
+        with pytest.raises(SystemExit):
+            bench.check_healed(pieces, spoiled)
+    done = run_bench("bench_heal_data_path.py", "--whole", "--rounds", "1", "--requests", "3")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("1 reads, ")
+
+
 def test_the_layers_bench_runs_and_prints_each_layer() -> None:
     """``bench_heal_layers.py`` takes a real text read through each layer (it asserts that the
     mapper made a ``TextDelta`` of it) and prints every layer, the floor and the ratio."""
