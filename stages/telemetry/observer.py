@@ -111,22 +111,41 @@ def exported_content(text: str, redact: Redactor | None, cap: int) -> str | None
     return text
 
 
-def _silent_meter_providers() -> tuple[type, ...]:
-    """The meter providers that record nothing: the no-op one, and the global placeholder the
-    API hands out until an application sets a provider (a private class, looked up by name)."""
-    found: list[type] = [metrics.NoOpMeterProvider]
+def _meter_placeholder() -> type | None:
+    """The class of the global meter provider the API hands out until an application sets one
+    (private, so looked up; ``None`` for an API version without it: never taken as silent)."""
     try:
         from opentelemetry.metrics._internal import _ProxyMeterProvider
-
-        found.append(_ProxyMeterProvider)
-    except ImportError:  # another API version: only the no-op provider is known to be silent
-        pass
-    return tuple(found)
+    except ImportError:
+        return None
+    return _ProxyMeterProvider
 
 
-#: Tracer providers whose spans record nothing (checked by exact type: a subclass may record).
-_SILENT_TRACER_PROVIDERS: tuple[type, ...] = (trace.NoOpTracerProvider, trace.ProxyTracerProvider)
-_SILENT_METER_PROVIDERS = _silent_meter_providers()
+_METER_PLACEHOLDER = _meter_placeholder()
+
+
+def _silent_tracing(provider: trace.TracerProvider | None) -> bool:
+    """Whether spans of ``provider`` (the global one for ``None``) record nothing: the API's
+    no-op provider, or its placeholder while no global provider is set (once one is, the
+    placeholder hands every tracer over to it). By exact type: a subclass may record."""
+    kind = type(provider or trace.get_tracer_provider())
+    if kind is trace.NoOpTracerProvider:
+        return True
+    return kind is trace.ProxyTracerProvider and (
+        type(trace.get_tracer_provider()) is trace.ProxyTracerProvider
+    )
+
+
+def _silent_metrics(provider: metrics.MeterProvider | None) -> bool:
+    """:func:`_silent_tracing` for a meter provider."""
+    kind = type(provider or metrics.get_meter_provider())
+    if kind is metrics.NoOpMeterProvider:
+        return True
+    return (
+        _METER_PLACEHOLDER is not None
+        and kind is _METER_PLACEHOLDER
+        and type(metrics.get_meter_provider()) is _METER_PLACEHOLDER
+    )
 
 
 class Telemetry:
@@ -173,11 +192,7 @@ class Telemetry:
         20). Read when the run starts, as the providers are: a provider set later counts from
         the next run.
         """
-        tracer_provider = self.tracer_provider or trace.get_tracer_provider()
-        if type(tracer_provider) not in _SILENT_TRACER_PROVIDERS:
-            return True
-        meter_provider = self.meter_provider or metrics.get_meter_provider()
-        return type(meter_provider) not in _SILENT_METER_PROVIDERS
+        return not (_silent_tracing(self.tracer_provider) and _silent_metrics(self.meter_provider))
 
     def captures_content(self) -> bool:
         """Whether a run starting now captures content: the setting, or the environment's."""

@@ -15,7 +15,7 @@ import toolwire
 from toolwire.core.errors import ConfigurationError
 from toolwire.core.events import Finish, StreamEnd
 from toolwire.stages.telemetry.observer import (
-    _SILENT_METER_PROVIDERS,
+    _METER_PLACEHOLDER,
     CAPTURE_CONTENT_ENV,
     NullObserver,
     Telemetry,
@@ -290,7 +290,7 @@ def test_a_run_that_nothing_could_record_makes_no_opentelemetry_call(
 
     # The global providers as the API hands them out while no application has set one.
     monkeypatch.setattr(trace, "get_tracer_provider", trace.ProxyTracerProvider)
-    monkeypatch.setattr(metrics, "get_meter_provider", _SILENT_METER_PROVIDERS[-1])
+    monkeypatch.setattr(metrics, "get_meter_provider", _METER_PLACEHOLDER)
     monkeypatch.setattr(trace, "get_tracer", no_call)
     monkeypatch.setattr(trace.NoOpTracerProvider, "get_tracer", no_call)
     monkeypatch.setattr(trace.ProxyTracerProvider, "get_tracer", no_call)
@@ -317,3 +317,21 @@ def test_any_provider_that_may_record_is_used(monkeypatch: pytest.MonkeyPatch) -
     assert _NoTracer.asked == 1
     monkeypatch.setattr(trace, "get_tracer_provider", TracerProvider)  # set after it was built
     assert Telemetry().records()
+
+
+def test_a_placeholder_provider_records_once_a_global_one_is_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The API's placeholder providers, passed in, hand everything to the global providers
+    once an application sets them: silent before, recording after."""
+    placeholder: Any = _METER_PLACEHOLDER
+    assert placeholder is not None
+    settings = Telemetry(tracer_provider=trace.ProxyTracerProvider(), meter_provider=placeholder())
+    monkeypatch.setattr(trace, "get_tracer_provider", trace.ProxyTracerProvider)
+    monkeypatch.setattr(metrics, "get_meter_provider", placeholder)
+    assert not settings.records()
+    monkeypatch.setattr(trace, "get_tracer_provider", TracerProvider)
+    assert settings.records()
+    monkeypatch.setattr(trace, "get_tracer_provider", trace.ProxyTracerProvider)
+    monkeypatch.setattr(metrics, "get_meter_provider", MeterProvider)
+    assert settings.records()
