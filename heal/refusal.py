@@ -20,14 +20,17 @@ OpenAI-shaped error the client receives, naming the limit that was passed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import msgspec
 
 from ..core.errors import ConfigurationError
 
-__all__ = ["Refusal", "ToolLimits", "compile_refusal", "tools_refusal"]
+__all__ = ["Refusal", "ToolLimits", "compiled_or_refusal", "tools_refusal"]
 
 _encode = msgspec.json.Encoder().encode
+#: What compiling a tool list makes (the judge's stage).
+T = TypeVar("T")
 
 
 class Refusal(msgspec.Struct, frozen=True):
@@ -102,14 +105,12 @@ def _tool_name(tool: object, position: int) -> str:
     return f"#{position}"
 
 
-def compile_refusal(compile_tools: Callable[[object], object], tools: object) -> Refusal | None:
-    """Compile ``tools`` with ``compile_tools``; the refusal of a list the judge cannot use."""
-    if tools is None:
-        return None
+def compiled_or_refusal(compile_tools: Callable[[object], T], tools: object) -> T | Refusal:
+    """``tools`` compiled with ``compile_tools`` (the judge then uses what it made), or the
+    refusal of a list the judge cannot use."""
     try:
-        compile_tools(tools)
+        return compile_tools(tools)
     except ConfigurationError as error:
         return Refusal(400, "invalid_tools", f"toolwire cannot judge this request: {error}")
     except RecursionError:
         return Refusal(400, "invalid_tools", "the tools are nested too deeply to be used")
-    return None

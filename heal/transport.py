@@ -71,7 +71,7 @@ from ..judge import Policy
 from ..stages.judge import JudgeStage
 from ..stages.judge_cache import tool_list_key
 from ..stages.telemetry.observer import Redactor
-from .refusal import Refusal, ToolLimits, compile_refusal, tools_refusal
+from .refusal import Refusal, ToolLimits, compiled_or_refusal, tools_refusal
 from .session import AttemptEnd, HealSession
 from .telemetry import HealTelemetry
 
@@ -324,14 +324,11 @@ class HealingTransport(httpx.AsyncBaseTransport):
         planned = self._plan_now(wire, content)
         if not isinstance(planned, _Uncompiled):
             return planned
-        refusal = await anyio.to_thread.run_sync(compile_refusal, planned.compile, planned.tools)
-        return _Planned(planned.plan, None) if refusal is None else refusal
+        return await anyio.to_thread.run_sync(planned.compiled)
 
     def _plan_compiled(self, wire: WireFormat, content: bytes) -> _Planned | Refusal | None:
         planned = self._plan_now(wire, content)
-        if isinstance(planned, _Uncompiled):
-            return compile_refusal(planned.compile, planned.tools) or _Planned(planned.plan, None)
-        return planned
+        return planned.compiled() if isinstance(planned, _Uncompiled) else planned
 
     def _plan_now(
         self, wire: WireFormat, content: bytes
@@ -528,8 +525,14 @@ class _Uncompiled(NamedTuple):
     """A planned request whose tools are still to be compiled (``compile(tools)``)."""
 
     plan: HealPlan
-    compile: Callable[[object], object]
+    compile: Callable[[object], JudgeStage]
     tools: object
+
+    def compiled(self) -> _Planned | Refusal:
+        """The plan with its tools' judge stage, compiled now (the response's turn judges with
+        it, so a list seen for the first time is not looked up again), or the refusal."""
+        stage = compiled_or_refusal(self.compile, self.tools)
+        return stage if isinstance(stage, Refusal) else _Planned(self.plan, stage)
 
 
 class _HealedStream(httpx.AsyncByteStream):

@@ -2,9 +2,10 @@
 
 Planning a request looks its tools up in the pipeline's judge cache (the digest of their
 canonical JSON: about 30 µs for 20 tools); the response's turn judges with the stage found
-there instead of taking the digest again. What must hold: one digest per request once the
-list is compiled, streamed or not, and each request judged by its own tools, never by the
-stage of the request before it.
+there instead of taking the digest again, and a list seen for the first time is judged with
+the stage its compile made. What must hold: two digests for a list's first request (the
+lookup and the compile's), one per request once it is compiled, streamed or not, and each
+request judged by its own tools, never by the stage of the request before it.
 """
 
 from __future__ import annotations
@@ -94,8 +95,12 @@ async def test_one_digest_per_request_and_each_judged_by_its_own_tools(
     monkeypatch.setattr(judge_cache, "_canonical", counted)
     transport = toolwire.HealingTransport(httpx.MockTransport(_answer), max_retries=0)
     async with httpx.AsyncClient(transport=transport) as client:
-        for tools in (LENIENT, STRICT):  # first sight: compiled, then looked up by the turn
+        for tools in (LENIENT, STRICT):
+            # First sight: the plan's lookup misses, the compile keeps the stage (a digest
+            # each), and the turn judges with the stage compiled, not looked up again.
+            digests.clear()
             await _send(client, tools, stream)
+            assert len(digests) == 2, "the tools' digest was taken again for the turn"
         for tools, fits in ((LENIENT, True), (STRICT, False), (LENIENT, True), (STRICT, False)):
             digests.clear()
             content = await _send(client, tools, stream)
