@@ -1,7 +1,7 @@
 """What healing's data path costs against what any rewriting proxy must do, in memory, side by side.
 
 Run: ``PYTHONPATH=bench .venv/bin/python bench/bench_heal_data_path.py [--chunks 15] [--tools 0]
-[--no-usage] [--whole]``
+[--no-usage] [--whole] [--busy 0]``
 
 No sockets and no event-loop I/O: the upstream is ``load_upstream.py``'s turn (the role chunk,
 ``--chunks`` text chunks, one valid ``write`` call in fragments, the finish, the usage,
@@ -18,6 +18,12 @@ transport. Each variant reads that response through httpx as the proxy does
 
 ``--whole``: the same turn as one ``chat.completion`` body (its text joined, its call whole, its
 finish and usage), asked without ``stream``: one read of JSON, decoded and encoded once.
+
+``--busy N``: before each piece, the upstream does N rounds of unrelated Python work (h11 reading
+a small chunked response, as httpcore does for every read of a real upstream), in every variant
+alike. In this loop nothing else runs between two reads, so healing's code and data stay hot in
+the CPU's caches; in the proxy, the socket's and HTTP's own code runs between them. ``--busy``
+shows what that interleaving does to healing's cost beyond ``pass`` (``docs/serve.md``).
 
 It prints microseconds per request and each variant's cost beyond ``pass``, as a ratio to
 ``rewrite``'s: how far healing is from the least a rewriting proxy must do (issue 20). Then the
@@ -66,12 +72,31 @@ def upstream_pieces(chunks: int) -> list[bytes]:
     return pieces
 
 
+#: Rounds of unrelated Python work before each piece (``--busy``).
+BUSY = 0
+_BUSY_RESPONSE = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+
+
+def _busy() -> None:
+    """One round of ``--busy``: an h11 client reads a small chunked response to its end."""
+    import h11
+
+    connection = h11.Connection(h11.CLIENT)
+    connection.send(h11.Request(method="GET", target="/", headers=[("Host", "upstream")]))
+    connection.send(h11.EndOfMessage())
+    connection.receive_data(_BUSY_RESPONSE)
+    while not isinstance(connection.next_event(), h11.EndOfMessage):
+        pass
+
+
 class _Pieces(httpx.AsyncByteStream):
     def __init__(self, pieces: list[bytes]) -> None:
         self._pieces = pieces
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         for piece in self._pieces:
+            for _ in range(BUSY):
+                _busy()
             yield piece
 
 
@@ -338,9 +363,13 @@ def main() -> None:
         "--no-usage", action="store_true", help="the client does not ask for the usage chunk"
     )
     parser.add_argument("--whole", action="store_true", help="one chat.completion, not a stream")
+    parser.add_argument(
+        "--busy", type=int, default=0, help="rounds of unrelated Python work before each piece"
+    )
     args = parser.parse_args()
-    global EXTRA_TOOLS, CLIENT_USAGE, WHOLE
+    global EXTRA_TOOLS, CLIENT_USAGE, WHOLE, BUSY
     EXTRA_TOOLS = args.tools
+    BUSY = args.busy
     CLIENT_USAGE = not args.no_usage
     pieces = upstream_pieces(args.chunks)
     if args.whole:

@@ -93,3 +93,26 @@ def test_the_layers_bench_runs_and_prints_each_layer() -> None:
         "argument read, sse and mapper",
     ]  # fmt: skip
     assert done.stdout.splitlines()[-1].startswith("layers / floor: ")
+
+
+def test_busy_work_runs_before_every_piece_and_leaves_the_turn_whole(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--busy N``: N rounds of h11 reading a response to its end before each piece, in every
+    variant alike, and the healed turn is still the upstream's."""
+    rounds: list[None] = []
+    busy = bench._busy
+
+    def counted() -> None:
+        busy()
+        rounds.append(None)
+
+    monkeypatch.setattr(bench, "_busy", counted)
+    monkeypatch.setattr(bench, "BUSY", 2)
+    pieces = bench.upstream_pieces(3)
+    body = anyio.run(bench.healed_body, pieces)
+    bench.check_healed(pieces, body)
+    assert len(rounds) == 2 * len(pieces)
+    rounds.clear()
+    assert anyio.run(bench.variants(pieces)["pass"]) == sum(map(len, pieces))
+    assert len(rounds) == 2 * len(pieces)
