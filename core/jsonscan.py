@@ -32,8 +32,18 @@ def unterminated(text: str) -> bool:
     except msgspec.DecodeError as error:
         if str(error) == "Input data was truncated":
             return True
+    except UnicodeEncodeError:
+        pass  # a lone surrogate (an SDK object's string can hold one): no JSON, scanned below
     else:
         return False
+    # Strict JSON failed before the end. The scan pairs quotes in order, so one quote missing
+    # earlier (``, description": "x"}``) shifts every later pair and the text looks cut inside
+    # a string. Only a bracket left open whichever way the quotes pair is evidence of a cut.
+    return _scanned_open(text) and _brackets_open(text)
+
+
+def _scanned_open(text: str) -> bool:
+    """True when, pairing quotes in order, ``text`` ends inside a string or an open bracket."""
     depth = 0
     for match in _TOKENS.finditer(text):
         token = match.group()
@@ -44,3 +54,8 @@ def unterminated(text: str) -> bool:
         elif len(token) == 1 and depth > 0:
             depth -= 1
     return depth > 0
+
+
+def _brackets_open(text: str) -> bool:
+    """True when ``text`` opens more brackets than it closes, counting those in strings too."""
+    return text.count("{") + text.count("[") > text.count("}") + text.count("]")

@@ -4,7 +4,9 @@ The common text (one object, maybe in prose) never gets here: ``_layers`` reads 
 What does get here is decided from the scan of the whole text (``_scan``), in this order:
 
 - the text ends inside a value: ``truncated`` (unless the open value is an object whose key
-  was closed by the wrong quote, which the scan takes for a string: see ``completes``);
+  was closed by the wrong quote, which the scan takes for a string: see ``completes``; or
+  the scan is fooled by a quote missing earlier and the object does not read for a mistake
+  before the end: ``not_json`` there, see ``misquoted``);
 - a top-level group whose brackets do not match: ``not_json``;
 - the groups in text order, read until the verdict is decided: the second object that reads
   makes it ``ambiguous``, the first group meant as an object that does not read makes it
@@ -79,8 +81,35 @@ class ScannedText:
         if found is None:
             found = scan(text)
         if found.unterminated is not None and not self.completes(found):
+            misquoted = self.misquoted(found)
+            if misquoted is not None:
+                return refused_at(self.raw, misquoted, self.base)
             return truncated(found, self.base, len(text))
         return self.objects(found)
+
+    def misquoted(self, found: Scan) -> ReadError | None:
+        """Why an object the scan thinks ends inside a string does not read, when that, not a
+        cut, is what is known.
+
+        The scan pairs quotes in order, so one quote missing earlier (``, description": "x"}``)
+        leaves the last one alone, and the text looks cut inside a string. When strict JSON
+        fails before the end and the reader, with every repair allowed, stops at a mistake
+        before the end too, nothing shows the text was cut: the mistake is what is known, and
+        it is what the model is told (``docs/repairs.md``, rule 6). A reader that runs out of
+        text inside a value (``{'a': "cut``) still makes it ``truncated``.
+        """
+        start = found.open_start
+        if (
+            found.unterminated != "string"
+            or start is None
+            or self.text[start] != "{"
+            or self.strict_prefix(start)
+        ):
+            return None
+        read = self.read(start, len(self.text))
+        if isinstance(read, Read) or read.at_end or read.refused:
+            return None
+        return read
 
     def read(self, start: int, end: int) -> Read | ReadError:
         """The object at ``start`` (not past ``end``), read once."""
