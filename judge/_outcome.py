@@ -7,6 +7,7 @@ said about a text, how to name a position, how to word the common refusals.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -49,6 +50,14 @@ JSON_END = frozenset('}]"0123456789el \t\r\n')
 
 #: The refusal of a double-encoded string whose content is not one object.
 NOT_AN_OBJECT_STRING = "the arguments are a JSON string that does not hold an object"
+
+#: Nothing after an object but closers, one of them ``]``: the end of an array never opened.
+_LOST_ARRAY_END = re.compile(r"[\s}\]]*\][\s}\]]*")
+#: Why such an object is not accepted (``docs/repairs.md``, "prose").
+LOST_ARRAY_DETAIL = (
+    "the object is followed by ']', which closes an array the text never opened (a list "
+    "whose '[' was lost, or a stray bracket)"
+)
 
 
 class Accepted:
@@ -130,6 +139,10 @@ def one_object(text: str, base: int | None, start: int, read: Read, prose: bool)
     """Exactly one object was found: accept it, with ``prose`` when text surrounds it."""
     repairs = read.repairs
     if start != 0 or read.end != len(text):
+        if _LOST_ARRAY_END.fullmatch(text, read.end) is not None:
+            # ``{...}]`` reads two ways: drop the ``]``, or ``[{...}]`` with its ``[`` lost,
+            # which is no arguments (``wrong_type``). The whole array is refused; so is this.
+            return Refused("not_json", LOST_ARRAY_DETAIL, None if base is None else base + read.end)
         if not prose:
             where_cut = read.end if start == 0 else 0
             position = None if base is None else base + where_cut

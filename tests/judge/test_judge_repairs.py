@@ -229,6 +229,35 @@ def test_composed_repairs_are_reported_in_order() -> None:
     assert verdict.repairs == ("prose", "bare_keys")
 
 
+@pytest.mark.parametrize(
+    "raw",
+    ['{"a": 1}]', '{"a": 1} ]\n', 'Sure: {"a": 1}]', '{"a": 1}]}', '"{\\"a\\": 1}]"'],
+)
+def test_an_object_closing_an_array_never_opened_is_not_prose(raw: str) -> None:
+    """``{...}]`` reads two ways: a stray ``]``, or ``[{...}]`` with its ``[`` lost, which is
+    no arguments (``wrong_type``, as the whole array is). Real: Ollama issue 17638, gpt-oss."""
+    verdict = parse_arguments(raw, tool="t")
+    assert (verdict.outcome, verdict.reason) == ("rejected", "not_json")
+    assert verdict.detail is not None
+    assert "the object is followed by ']'" in verdict.detail
+    assert parse_arguments("[" + raw.lstrip("Sure: "), tool="t").outcome == "rejected"
+
+
+@pytest.mark.parametrize(
+    ("raw", "position"), [('{"a": 1}]', 8), ('Sure: {"a": 1} ]', 14)]
+)
+def test_the_lost_array_is_told_where_the_object_ends(raw: str, position: int) -> None:
+    assert parse_arguments(raw, tool="t").position == position
+
+
+@pytest.mark.parametrize("raw", ['{"a": 1}}', '{"a": 1})', 'Here: {"a": 1}. Done', '{"a": 1} [ok]'])
+def test_other_text_after_the_object_is_still_prose(raw: str) -> None:
+    verdict = parse_arguments(raw, tool="t")
+    assert (verdict.outcome, verdict.arguments, verdict.repairs[0]) == (
+        "repaired", {"a": 1}, "prose"
+    )
+
+
 def test_object_form_is_no_repair() -> None:
     # An object is the provider's form (Gemini, Ollama), not a repair (issue 18): ``ok`` under
     # every policy; the call keeps ``arguments_form="object"``.
