@@ -41,8 +41,6 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-import msgspec
-
 from .error_budget import ErrorBudget
 from .events import (
     ClosedBy,
@@ -56,10 +54,10 @@ from .events import (
     ToolCallComplete,
     ToolCallStarted,
 )
+from .json_text import json_text
 
 __all__ = ["DEFAULT_MAX_ARGUMENT_CHARS", "CallAccumulator", "OpenCall"]
 
-_encode = msgspec.json.encode
 _RAW_CAP = 500
 #: The judge's default size limit (1 MiB of UTF-8) in characters: a text within the judge's
 #: limit is never cut here, since a character is at least one byte.
@@ -197,7 +195,7 @@ class CallAccumulator:
                 return call
             text = arguments
         else:
-            text = _encode(arguments).decode()
+            text = json_text(arguments)  # a lone surrogate or deep nesting: the judge says so
             call.arguments_form = "object"
         if call.closed:
             self._errors.add(

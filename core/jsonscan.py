@@ -32,8 +32,8 @@ def unterminated(text: str) -> bool:
     except msgspec.DecodeError as error:
         if str(error) == "Input data was truncated":
             return True
-    except UnicodeEncodeError:
-        pass  # a lone surrogate (an SDK object's string can hold one): no JSON, scanned below
+    except (UnicodeEncodeError, RecursionError):
+        pass  # a lone surrogate (an SDK object's string can hold one), or nesting past msgspec's
     else:
         return False
     # Strict JSON failed before the end. The scan pairs quotes in order, so one quote missing

@@ -25,6 +25,7 @@ __all__ = [
     "ProviderMapper",
     "ReadsErrorBody",
     "cap_text",
+    "quoted_object",
 ]
 
 #: How many characters of an offending payload are kept in a ProviderError.
@@ -37,6 +38,16 @@ def cap_text(data: bytes | str, cap: int = RAW_CAP) -> str:
     if len(text) <= cap:
         return text
     return f"{text[:cap]}… ({len(text)} characters)"
+
+
+def quoted_object(value: object, cap: int = RAW_CAP) -> str:
+    """An SDK object's dump, capped, for an error: its ``repr``, or what can be said of it when
+    even that fails (nested past Python's recursion limit: ``repr`` recurses)."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        return f"(a {type(value).__name__} nested too deeply to quote)"
+    return cap_text(text, cap)
 
 
 class MapperSettings(msgspec.Struct, frozen=True, kw_only=True):

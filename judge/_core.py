@@ -21,6 +21,7 @@ from typing import Any, Literal
 import msgspec
 import pydantic
 
+from ..core.errors import ConfigurationError
 from ..core.verdict import Verdict
 from ._layers import Layers
 from ._message import render_message
@@ -97,10 +98,15 @@ def parse_arguments(
     ``arguments_form="object"`` means the provider sent an object that was serialized to
     ``raw``: that is the provider's form, not a repair, so it changes nothing here (issue 18:
     every Gemini and Ollama call was ``repaired``); the call keeps it as its
-    ``arguments_form``. Raises ``ConfigurationError`` only
-    for an unusable ``schema`` (compiled once per schema object, on the first call that
-    passes it), whatever the text.
+    ``arguments_form``. Raises ``ConfigurationError`` for an unusable ``schema`` (compiled
+    once per schema object, on the first call that passes it), whatever the text, and for a
+    ``raw`` that is not text.
     """
+    if type(raw) is not str and not isinstance(raw, str):
+        raise ConfigurationError(
+            f"raw must be the arguments' text (str), not {type(raw).__name__}: pass an "
+            "arguments object as its JSON text, with arguments_form='object'"
+        )
     length = len(raw)
     flagged = truncated is True
     simple = schema is None and known_tools is None

@@ -121,6 +121,6 @@ def tool_list_key(tools: Any) -> ToolListKey | None:
     """``tools``' :class:`ToolListKey`; ``None`` when it is not plain JSON."""
     try:
         canonical = _canonical(tools)
-    except (TypeError, msgspec.EncodeError, RecursionError):
-        return None
+    except (TypeError, msgspec.EncodeError, RecursionError, UnicodeEncodeError):
+        return None  # (a lone surrogate in a name or schema: not plain JSON either)
     return ToolListKey(hashlib.blake2b(canonical, digest_size=32).digest(), len(canonical))

@@ -96,7 +96,7 @@ class ContentBlock:
         if self.pieces:
             try:
                 value = msgspec.json.decode("".join(self.pieces))
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, UnicodeEncodeError):  # (a lone surrogate)
                 value = None
             if isinstance(value, dict):
                 return value

@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from ...core.events import Event, ProviderContent, ProviderError, ReasoningDelta, TextDelta
+from ...core.json_text import json_text
 from ...core.jsonscan import unterminated
 from ...core.stream_state import StreamState
 from .blocks import SERVER_TOOL_USES, THINKING_BLOCKS, TOOL_USE, ContentBlock, ContentRecord
@@ -58,7 +59,8 @@ class ContentReader:
             return
         try:
             head = msgspec.convert(block, BlockStart, strict=False)
-        except msgspec.ValidationError as error:
+        except (msgspec.ValidationError, UnicodeEncodeError) as error:
+            # (A lone surrogate where a key or a non-string value stands: convert encodes it.)
             self._lost(out, f"a content block of unknown shape: {error}", raw)
             return
         kind = head.type
@@ -174,4 +176,4 @@ class ContentReader:
 
 def _start_input_json(start: dict[str, Any]) -> str:
     value = start.get("input")
-    return msgspec.json.encode(value if isinstance(value, dict) else {}).decode()
+    return json_text(value if isinstance(value, dict) else {})

@@ -94,12 +94,12 @@ class AnthropicHistory:
                     written.add(call.call_id)
             elif kind == "text":
                 if text_as_recorded:
-                    content.append(copy.deepcopy(block))
+                    content.append(_copied(block))
                 elif not text_written:
                     content.append({"type": "text", "text": turn.text})
                     text_written = True
             else:
-                content.append(copy.deepcopy(block))
+                content.append(_copied(block))
         if not text_written:
             content.append({"type": "text", "text": turn.text})
         content.extend(_tool_use(c, None) for c in turn.calls if c.call_id not in written)
@@ -155,6 +155,16 @@ class AnthropicHistory:
         return found
 
 
+def _copied(value: Any) -> Any:
+    """A recorded block's value, copied so that editing the history leaves the turn as it was;
+    the value itself when it nests past Python's recursion limit (``deepcopy`` recurses): it is
+    replayed as it came either way."""
+    try:
+        return copy.deepcopy(value)
+    except RecursionError:
+        return value
+
+
 def _tool_use(call: CallRecord, recorded: Mapping[str, Any] | None) -> dict[str, Any]:
     block: dict[str, Any] = {
         "type": TOOL_USE,
@@ -165,7 +175,7 @@ def _tool_use(call: CallRecord, recorded: Mapping[str, Any] | None) -> dict[str,
     if recorded is not None:
         for key, value in recorded.items():
             if key not in block:
-                block[key] = copy.deepcopy(value)  # ``caller`` and later fields
+                block[key] = _copied(value)  # ``caller`` and later fields
     return block
 
 

@@ -103,7 +103,7 @@ class AnthropicMapper(MapperBase):
         payload = _dumped(chunk)
         try:
             event = msgspec.convert(payload, StreamEvent, strict=False)
-        except msgspec.ValidationError as error:
+        except (msgspec.ValidationError, UnicodeEncodeError) as error:  # (a lone surrogate)
             self._unreadable(out, _unknown_shape(f"an event of unknown shape: {error}", payload))
             return out
         self._event(event, out, payload)

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from ...core.events import ProviderError, StopReason
-from ...core.mapper import cap_text
+from ...core.mapper import cap_text, quoted_object
 
 __all__ = [
     "LENGTH_STOP_REASONS",
@@ -144,4 +144,4 @@ def is_retryable(error: ProviderError) -> bool:
 
 def quote_raw(raw: object) -> str:
     """An offending payload (bytes, text, or an SDK object's dump), capped, for an error."""
-    return cap_text(raw if isinstance(raw, bytes | str) else repr(raw))
+    return cap_text(raw) if isinstance(raw, bytes | str) else quoted_object(raw)

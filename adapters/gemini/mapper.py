@@ -47,7 +47,8 @@ from ...core.events import (
     TextDelta,
     Usage,
 )
-from ...core.mapper import MapperSettings, cap_text
+from ...core.json_text import json_text
+from ...core.mapper import MapperSettings, cap_text, quoted_object
 from ..frame_errors import unknown_shape_error
 from ..framing import FrameOverflow
 from ..mapper_base import MapperBase
@@ -165,8 +166,8 @@ class GeminiMapper(MapperBase):
         payload = sdk_payload(chunk)
         try:
             decoded = msgspec.convert(payload, Chunk)
-        except msgspec.ValidationError as error:
-            self._unreadable(out, unknown_shape_error(error, repr(payload)))
+        except (msgspec.ValidationError, UnicodeEncodeError) as error:  # (a lone surrogate)
+            self._unreadable(out, unknown_shape_error(str(error), quoted_object(payload)))
             return out
         self._chunk(decoded, out, b"")
         return out
@@ -275,7 +276,7 @@ class GeminiMapper(MapperBase):
         self._replay.call(call.call_id, signature)
         if part.partial_args is None and not part.will_continue:
             # A whole call (Gemini API): left open for the finish to decide (module docstring).
-            self._calls.append_to(out, call, _encode(part.args or {}).decode())
+            self._calls.append_to(out, call, json_text(part.args or {}))
             return
         writer = ArgumentsWriter()
         self._calls.append_to(out, call, writer.start())

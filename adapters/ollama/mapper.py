@@ -44,7 +44,7 @@ from ...core.events import (
     TextDelta,
     Usage,
 )
-from ...core.mapper import MapperSettings
+from ...core.mapper import MapperSettings, quoted_object
 from ..frame_errors import unknown_shape_error
 from ..framing import FrameOverflow, Frames
 from ..mapper_base import MapperBase
@@ -151,11 +151,13 @@ class OllamaMapper(MapperBase):
         payload = dump() if callable(dump) else chunk
         try:
             line = msgspec.convert(payload, Line, strict=False)
-        except msgspec.ValidationError as error:
-            self._state.unreadable(out, unknown_shape_error(error, repr(payload), self.unit))
+        except (msgspec.ValidationError, UnicodeEncodeError) as error:  # (a lone surrogate)
+            raw = quoted_object(payload)
+            self._state.unreadable(out, unknown_shape_error(str(error), raw, self.unit))
             return out
         if not _has_ollama_shape(line):
-            self._state.unreadable(out, unknown_shape_error(_NO_FIELDS, repr(payload), self.unit))
+            raw = quoted_object(payload)
+            self._state.unreadable(out, unknown_shape_error(_NO_FIELDS, raw, self.unit))
             return out
         self._line(line, out, b"")
         return out

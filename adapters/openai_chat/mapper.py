@@ -32,7 +32,7 @@ from ...core.events import (
     TextDelta,
     Usage,
 )
-from ...core.mapper import MapperSettings
+from ...core.mapper import MapperSettings, quoted_object
 from ..frame_errors import unknown_shape_error
 from ..framing import FrameOverflow
 from ..mapper_base import MapperBase
@@ -241,8 +241,8 @@ class OpenAIChatMapper(MapperBase):
         payload = dump() if callable(dump) else chunk
         try:
             decoded = msgspec.convert(payload, _Chunk, strict=False)
-        except msgspec.ValidationError as error:
-            self._unreadable(out, unknown_shape_error(error, repr(payload)))
+        except (msgspec.ValidationError, UnicodeEncodeError) as error:  # (a lone surrogate)
+            self._unreadable(out, unknown_shape_error(str(error), quoted_object(payload)))
             return out
         self._any_chunk(decoded, out, b"")
         return out

@@ -91,7 +91,10 @@ def members(
             if text[index] == '"':
                 return found, length, True  # a key never closed
             raise ValueError("a key is not a string")
-        key = msgspec.json.decode(match.group(), type=str)
+        try:
+            key = msgspec.json.decode(match.group(), type=str)
+        except UnicodeEncodeError:  # a lone surrogate: no key a call has
+            raise ValueError("not a call object") from None
         if key not in allowed:
             raise ValueError("not a call object")
         index = skip_blanks(text, match.end())
@@ -153,8 +156,8 @@ def read_call_object(
     raw_name = text[name_span[0] : name_span[1]]
     try:
         name = msgspec.json.decode(raw_name, type=str)
-    except msgspec.DecodeError:
-        return None  # cut inside the name, or not a string: no name is guessed
+    except (msgspec.DecodeError, UnicodeEncodeError):
+        return None  # cut inside the name, not a string, a lone surrogate: no name is guessed
     if not context.offered(name):
         return None
     kind = spans.get("type")

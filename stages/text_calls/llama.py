@@ -38,7 +38,7 @@ _NAME = re.compile(r"[A-Za-z_][\w.\-]*")
 def _strict(arguments: str) -> bool:
     try:
         msgspec.json.decode(arguments)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeEncodeError):  # (a lone surrogate)
         return False
     return True
 

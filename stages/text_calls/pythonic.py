@@ -15,6 +15,7 @@ import re
 
 import msgspec
 
+from ...core.json_text import json_string
 from ._reading import (
     NEED_MORE,
     Found,
@@ -102,7 +103,7 @@ def _read_call(text: str, index: int, context: ReadContext) -> tuple[TextCall, i
     arguments = (
         "{"
         + ", ".join(
-            f"{msgspec.json.encode(key).decode()}: {value}" for key, value in members.items()
+            f"{json_string(key)}: {value}" for key, value in members.items()
         )
         + "}"
     )
