@@ -3,7 +3,10 @@
     <|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>
     {...}<|call|>
 
-(on one line).
+(on one line). gpt-oss also writes a call on the ``analysis`` channel
+(``<|channel|>analysis to=functions.NAME code<|message|>{...}<|call|>``, vllm-mlx#562,
+omlx#2216); with its recipient and its ``<|call|>`` it is a call there too. An analysis message
+with no recipient is reasoning, and stays text.
 
 The recipient may stand before the channel (``assistant to=functions.NAME<|channel|>...``).
 Only a message that ends with ``<|call|>`` is a call: one that ends with ``<|end|>`` is not
@@ -33,6 +36,10 @@ from ._reading import (
 __all__ = ["HarmonyReader", "StrippedHarmonyReader"]
 
 _MESSAGE = "<|message|>"
+#: The channels a call is written on: ``commentary``, as the format says, and ``analysis``,
+#: where gpt-oss also addresses functions (vllm-mlx#562, omlx#2216): the recipient and the
+#: ``<|call|>`` that ends the message make it a call on either.
+_CALL_CHANNELS = ("commentary", "analysis")
 _CALL = "<|call|>"
 _RECIPIENT = re.compile(r"(?:^|\s)to=functions\.([A-Za-z_][\w\-]*)(?=\s|<|$)")
 _HEADER_LIMIT = 512
@@ -65,7 +72,7 @@ class HarmonyReader(TextCallReader):
             if not author.startswith("assistant"):
                 return None
         channel = header.find("<|channel|>")
-        if channel < 0 or not header.startswith("commentary", channel + len("<|channel|>")):
+        if channel < 0 or not header.startswith(_CALL_CHANNELS, channel + len("<|channel|>")):
             return None
         recipient = _RECIPIENT.search(header.replace("<|channel|>", " ").replace("<|", " <|"))
         if recipient is None or not context.offered(recipient.group(1)):
