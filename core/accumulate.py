@@ -193,7 +193,8 @@ class CallAccumulator:
         if isinstance(arguments, str):
             if not arguments:
                 return call
-            text = arguments
+            # (A str subclass, from an object source, as the plain str it holds.)
+            text = arguments if type(arguments) is str else str.__str__(arguments)
         else:
             text = json_text(arguments)  # a lone surrogate or deep nesting: the judge says so
             call.arguments_form = "object"
@@ -240,7 +241,8 @@ class CallAccumulator:
     def append_to(self, out: list[Event], call: OpenCall, text: str) -> None:
         """Add ``text`` to an open call that the adapter addresses itself (by block or item)."""
         if text and not call.closed:
-            self._append(out, call, text)
+            # (A str subclass, from an object source, as the plain str it holds.)
+            self._append(out, call, text if type(text) is str else str.__str__(text))
 
     def _append(self, out: list[Event], call: OpenCall, text: str) -> None:
         call.size += len(text)

@@ -27,15 +27,19 @@ class _Literal(str):
 
 def json_text(value: Any) -> str:
     """``value`` as compact JSON text: msgspec's, or the same text written by a loop when
-    msgspec cannot (a lone surrogate, nesting past its recursion)."""
+    msgspec cannot (a lone surrogate, nesting past its recursion, a ``str`` subclass). A value
+    JSON has no form for (a tuple key, an object of another type) is written as its ``repr``,
+    which is no JSON: the judge rejects it rather than run a guess at it."""
     try:
         return _encode(value).decode()
-    except (UnicodeEncodeError, RecursionError):
+    except (UnicodeEncodeError, RecursionError, TypeError, msgspec.EncodeError):
         return _written(value)
 
 
 def json_string(text: str) -> str:
     """``text`` as a JSON string literal, a lone surrogate kept as it came."""
+    if type(text) is not str:
+        text = str.__str__(text)  # a str subclass, as the plain str it holds
     try:
         return _encode(text).decode()
     except UnicodeEncodeError:
@@ -56,12 +60,24 @@ def _written(value: Any) -> str:
         elif isinstance(item, str):
             parts.append(json_string(item))
         else:
-            parts.append(_encode(item).decode())
+            parts.append(_scalar(item))
     return "".join(parts)
 
 
+def _scalar(item: object) -> str:
+    try:
+        return _encode(item).decode()
+    except (TypeError, msgspec.EncodeError):
+        return repr(item)
+
+
 def _key(key: object) -> str:
-    return json_string(key if isinstance(key, str) else str(key)) + ":"
+    """A key as msgspec writes one (a number as its text, in quotes), else its ``repr``."""
+    if isinstance(key, str):
+        return json_string(key) + ":"
+    if isinstance(key, int | float) and not isinstance(key, bool):
+        return json_string(_scalar(key)) + ":"
+    return repr(key) + ":"
 
 
 def _push(

@@ -102,11 +102,13 @@ def parse_arguments(
     once per schema object, on the first call that passes it), whatever the text, and for a
     ``raw`` that is not text.
     """
-    if type(raw) is not str and not isinstance(raw, str):
-        raise ConfigurationError(
-            f"raw must be the arguments' text (str), not {type(raw).__name__}: pass an "
-            "arguments object as its JSON text, with arguments_form='object'"
-        )
+    if type(raw) is not str:
+        if not isinstance(raw, str):
+            raise ConfigurationError(
+                f"raw must be the arguments' text (str), not {type(raw).__name__}: pass an "
+                "arguments object as its JSON text, with arguments_form='object'"
+            )
+        raw = str.__str__(raw)  # a str subclass, as the plain str it holds (msgspec reads no other)
     length = len(raw)
     flagged = truncated is True
     simple = schema is None and known_tools is None

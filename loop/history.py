@@ -48,8 +48,17 @@ def repair_history(
     messages: Sequence[Mapping[str, Any]], provider: str = "openai-chat"
 ) -> HistoryRepair:
     """``messages`` with every call whose arguments a server refuses written as a rejected call
-    (``{}`` and an error result), in ``provider``'s format; what changed in ``changes``."""
-    return history_format(provider).repair(messages)
+    (``{}`` and an error result), in ``provider``'s format; what changed in ``changes``.
+
+    Raises :class:`HistoryError` for a message nested past Python's recursion limit: the repair
+    copies each message, and ``deepcopy`` recurses.
+    """
+    try:
+        return history_format(provider).repair(messages)
+    except RecursionError:
+        raise HistoryError(
+            "a message of the history nests too deeply to copy (past Python's recursion limit)"
+        ) from None
 
 
 def ensure_well_formed(

@@ -267,7 +267,7 @@ class GeminiMapper(MapperBase):
                 ProviderError(
                     message="a piece of a function call arrived with no call open; dropped",
                     kind="protocol",
-                    raw=cap_text(_encode(part)),
+                    raw=_quoted(part),
                 ),
             )
             return
@@ -388,5 +388,13 @@ def _protocol(message: str, part: FunctionCall) -> ProviderError:
     return ProviderError(
         message=f"a streamed function-call piece that cannot be written as sent: {message}",
         kind="protocol",
-        raw=cap_text(_encode(part)),
+        raw=_quoted(part),
     )
+
+
+def _quoted(part: FunctionCall) -> str:
+    """The piece as sent, capped, for an error (its ``repr`` if it holds what JSON cannot)."""
+    try:
+        return cap_text(_encode(part))
+    except (UnicodeEncodeError, RecursionError):
+        return quoted_object(part)

@@ -143,7 +143,7 @@ class ArgumentsWriter:
             if piece.string_value is None:
                 raise PartialArgError(f"{_render(path)} goes on with something other than text")
             _value_json(piece)  # and nothing else beside the text
-            text = _encode(piece.string_value).decode()[1:-1]
+            text = json_string(piece.string_value)[1:-1]
             if not piece.will_continue:
                 text += '"'
                 self._open_string = None

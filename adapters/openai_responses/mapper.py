@@ -39,7 +39,7 @@ from ...core.events import (
     ToolCallArgumentsDelta,
     Usage,
 )
-from ...core.mapper import MapperSettings, cap_text
+from ...core.mapper import MapperSettings, cap_text, quoted_object
 from ..frame_errors import overflow_error
 from ..framing import FrameOverflow, Frames
 from ..mapper_base import MapperBase
@@ -124,9 +124,9 @@ class OpenAIResponsesMapper(MapperBase):
         self._numbers.next_event()
         try:
             data = msgspec.json.encode(_sdk_payload(chunk))
-        except (TypeError, ValueError, msgspec.MsgspecError) as error:
+        except (TypeError, ValueError, RecursionError, msgspec.MsgspecError) as error:
             self._unreadable(
-                out, _problem(f"an SDK event that is not JSON data: {error}", repr(chunk))
+                out, _problem(f"an SDK event that is not JSON data: {error}", quoted_object(chunk))
             )
             return out
         self._payload(data, None, out)

@@ -315,3 +315,71 @@ def test_json_text_keeps_a_lone_surrogate_and_writes_any_depth() -> None:
     assert deep.startswith('{"a":' * 3)
     assert deep.endswith("}" * 3)
     assert len(deep) == len('{"a":') * 5000 + len('"x"') + 5000
+
+
+class _Text(str):
+    """A str subclass, as an SDK or a caller may hand one (msgspec reads only exact str)."""
+
+
+@pytest.mark.parametrize(
+    ("provider", "source", "request_body"),
+    [
+        ("openai-chat", _chat_call(_Text('{"a": 1}')), REQUEST),
+        ("openai-chat", _chat_call({_Text("a"): _Text("x")}), REQUEST),
+        (
+            "anthropic",
+            _anthropic(
+                {
+                    "type": "content_block_start", "index": 0,
+                    "content_block": {"type": "tool_use", "id": "t1", "name": "write",
+                                      "input": {}},
+                },
+                {
+                    "type": "content_block_delta", "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": _Text('{"a": 1}')},
+                },
+                {"type": "content_block_stop", "index": 0},
+            ),
+            MESSAGES_REQUEST,
+        ),
+    ],
+    ids=["chat-text", "chat-object", "anthropic"],
+)  # fmt: skip
+async def test_a_str_subclass_is_read_as_the_text_it_holds(
+    provider: str, source: list[Any], request_body: Any
+) -> None:
+    turn = await _collect(provider, source, request_body)
+    (call,) = turn.calls
+    assert call.verdict is not None
+    assert call.verdict.outcome == "ok"
+    assert type(call.arguments_raw) is str
+    assert parse_arguments(_Text('{"a": 1}'), tool="write").arguments == {"a": 1}
+
+
+@pytest.mark.parametrize("arguments", [{"a": object()}, {"a": {"b": _Text}}])
+async def test_an_arguments_object_json_cannot_hold_never_runs(arguments: Any) -> None:
+    """Only a caller's own dict can hold these (no JSON reads as them): written as their
+    ``repr``, which is no JSON, so the judge rejects the call instead of running a guess."""
+    turn = await _collect("openai-chat", _chat_call(arguments))
+    (call,) = turn.calls
+    assert call.verdict is not None
+    assert (call.verdict.outcome, call.verdict.reason) == ("rejected", "not_json")
+
+
+@pytest.mark.parametrize("levels", [1000, 3000])
+async def test_a_responses_event_nested_past_the_recursion_limit_is_an_error_event(
+    levels: int,
+) -> None:
+    event = {"type": "response.created", "response": {"id": "r", "metadata": _deep(levels)}}
+    turn = await _collect("openai-responses", [event])
+    assert turn.errors
+    assert not turn.runnable
+
+
+def test_a_history_nested_past_the_recursion_limit_is_a_history_error() -> None:
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "extra": _deep(3000)},
+    ]
+    with pytest.raises(toolwire.HistoryError, match="nests too deeply"):
+        toolwire.Pipeline("openai-chat").repair_history(messages)
