@@ -355,6 +355,12 @@ class CallAccumulator:
         elif repeated or call_id in self._used_ids:
             provider_id = call_id
             call_id = self._unique(call_id)
+        elif not call_id.isascii() and _unencodable(call_id):
+            # A lone surrogate (an SDK object's id can hold one): no request could carry it
+            # back with the call's result, so the call is known by an id of toolwire's.
+            provider_id = call_id
+            call_id = f"{self._prefix}{self._next_synthetic}"
+            self._next_synthetic += 1
         call = OpenCall(call_id, name or "", len(self._calls), index, synthesized, provider_id)
         if self._after_loss and name is None:
             # Its header may have been in the piece that was lost.
@@ -444,3 +450,12 @@ class CallAccumulator:
                 server_parse=call.server_parse,
             )
         )
+
+
+def _unencodable(text: str) -> bool:
+    """True when ``text`` holds what UTF-8 cannot encode (a lone surrogate)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return True
+    return False

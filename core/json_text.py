@@ -4,12 +4,15 @@ The SDKs read JSON with ``json.loads``, which takes ``"\\ud800"`` as a lone surr
 object can nest deeper than msgspec encodes (it recurses). Neither may raise out of reading
 model output. Such a value is still written as JSON text, by a loop that keeps every character
 as it came, so the judge reads it and says what is wrong with it: a lone surrogate is not valid
-Unicode, and nesting has its limit there.
+Unicode, and nesting has its limit there. NaN and the infinities (``json.loads`` reads them
+too), which msgspec writes as ``null``, and what JSON has no form for, are written as no JSON,
+so that the call is rejected rather than run on a value the model did not send.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import msgspec
@@ -27,13 +30,17 @@ class _Literal(str):
 
 def json_text(value: Any) -> str:
     """``value`` as compact JSON text: msgspec's, or the same text written by a loop when
-    msgspec cannot (a lone surrogate, nesting past its recursion, a ``str`` subclass). A value
-    JSON has no form for (a tuple key, an object of another type) is written as its ``repr``,
-    which is no JSON: the judge rejects it rather than run a guess at it."""
+    msgspec cannot (a lone surrogate, nesting past its recursion, a ``str`` subclass) or would
+    change it (NaN). A value JSON has no form for is written as no JSON (:func:`_scalar`): the
+    judge rejects it rather than run a guess at it."""
     try:
-        return _encode(value).decode()
+        text = _encode(value)
     except (UnicodeEncodeError, RecursionError, TypeError, msgspec.EncodeError):
         return _written(value)
+    if b"null" in text and _holds_non_finite(value):
+        # msgspec writes NaN and the infinities as null: a value the model never sent.
+        return _written(value)
+    return text.decode()
 
 
 def json_string(text: str) -> str:
@@ -65,19 +72,39 @@ def _written(value: Any) -> str:
 
 
 def _scalar(item: object) -> str:
+    """A leaf: as JSON, or (NaN, the infinities, what JSON has no form for) as no JSON at all,
+    in brackets no repair reads (``(nan)``, ``(b'x')``), so the judge rejects the call."""
+    if isinstance(item, float) and not math.isfinite(item):
+        return f"({item!r})"
     try:
         return _encode(item).decode()
     except (TypeError, msgspec.EncodeError):
-        return repr(item)
+        return f"({item!r})"
 
 
 def _key(key: object) -> str:
-    """A key as msgspec writes one (a number as its text, in quotes), else its ``repr``."""
+    """A key as msgspec writes one (a number as its text, in quotes), else no JSON (see
+    :func:`_scalar`, in square brackets: a bare key may be anything up to its colon)."""
     if isinstance(key, str):
         return json_string(key) + ":"
-    if isinstance(key, int | float) and not isinstance(key, bool):
+    if isinstance(key, int | float) and not isinstance(key, bool) and math.isfinite(key):
         return json_string(_scalar(key)) + ":"
-    return repr(key) + ":"
+    return f"[{key!r}]:"  # (a bracket: a bare key may be anything up to the colon)
+
+
+def _holds_non_finite(value: Any) -> bool:
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+            pending.extend(key for key in item if isinstance(key, float))
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+    return False
 
 
 def _push(

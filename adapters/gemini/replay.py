@@ -50,7 +50,8 @@ class _Entry:
         self.kind = kind
         self.pieces = [text]
         self.call_id = call_id
-        self.signature = signature
+        # (A str subclass, from an SDK object, as the plain str it holds: msgspec writes no other.)
+        self.signature = None if signature is None else str.__str__(signature)
 
 
 class ReplayLog:

@@ -383,3 +383,68 @@ def test_a_history_nested_past_the_recursion_limit_is_a_history_error() -> None:
     ]
     with pytest.raises(toolwire.HistoryError, match="nests too deeply"):
         toolwire.Pipeline("openai-chat").repair_history(messages)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"a": float("nan")}, {"a": [float("inf")]}, {"a": {"b": -float("inf")}}],
+    ids=["nan", "inf", "-inf"],
+)
+async def test_nan_and_the_infinities_in_an_arguments_object_are_never_run_as_null(
+    arguments: Any,
+) -> None:
+    """``json.loads`` (the SDKs') reads ``NaN`` and ``Infinity``; msgspec writes them as
+    ``null``, a value the model never sent. The call is rejected, as the same text is."""
+    for provider, source in (
+        ("openai-chat", _chat_call(arguments)),
+        ("ollama", _ollama_call(arguments)),
+        ("gemini", _gemini_call(arguments)),
+    ):
+        turn = await _collect(provider, source)
+        (call,) = turn.calls
+        assert call.verdict is not None
+        assert (call.verdict.outcome, call.verdict.reason) == ("rejected", "not_json"), provider
+
+
+async def test_a_real_ollama_object_with_nan_is_a_rejected_call() -> None:
+    import ollama
+
+    line = json.loads(json.dumps(_ollama_call(None)[0]).replace("null", '{"a": NaN}', 1))
+    turn = await _collect("ollama", [ollama.ChatResponse.model_validate(line)])
+    (call,) = turn.calls
+    assert call.verdict is not None
+    assert call.verdict.reason == "not_json"
+
+
+@pytest.mark.parametrize("key", [None, frozenset(), (1, 2), True])
+def test_a_key_json_has_no_form_for_is_no_json_and_no_bare_key(key: Any) -> None:
+    text = json_text({key: "x"})
+    assert parse_arguments(text, tool="write").reason == "not_json"
+
+
+async def test_a_call_id_no_request_could_carry_gets_an_id_of_toolwire_s() -> None:
+    """A lone surrogate in a call id: the call may run (its arguments are fine), but its id
+    goes back with the result in the next request, which httpx could not encode."""
+    source = _chat_call('{"a": 1}')
+    source[0]["choices"][0]["delta"]["tool_calls"][0]["id"] = "call_" + LONE
+    pipeline = toolwire.Pipeline("openai-chat")
+    turn = await pipeline.collect(source, request=REQUEST)
+    (call,) = turn.calls
+    assert call.provider_id == "call_" + LONE
+    assert call.call_id.isascii()
+    assert call.verdict is not None
+    assert call.verdict.outcome == "ok"
+    result = toolwire.ToolResult(call_id=call.call_id, name="write", content="ok", status="ok")
+    json.dumps(pipeline.next_messages(turn, [result])).encode()  # what a request must carry
+
+
+async def test_a_gemini_signature_given_as_a_str_subclass_is_replayed() -> None:
+    content = {"role": "model", "parts": [
+        {"functionCall": {"name": "write", "args": {"a": 1}}, "thoughtSignature": _Text("c2ln")},
+    ]}  # fmt: skip
+    chunk = {"candidates": [{"content": content, "finishReason": "STOP"}]}
+    turn = await _collect("gemini", [chunk])
+    (call,) = turn.calls
+    assert call.verdict is not None
+    assert call.verdict.outcome == "ok"
+    assert "c2ln" in json.dumps([*turn.provider_content])
