@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 import pytest
+from _toolwire_testdata import chat_chunk
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,20 +47,11 @@ def _deep(levels: int) -> Any:
     return value
 
 
-def _chat(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "c",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
 def _chat_call(arguments: Any) -> list[dict[str, Any]]:
     call = {"index": 0, "id": "call_1", "type": "function"}
     function = {"name": "write", "arguments": arguments}
-    return [_chat({"tool_calls": [{**call, "function": function}]}), _chat({}, "tool_calls")]
+    fragment = chat_chunk({"tool_calls": [{**call, "function": function}]})
+    return [fragment, chat_chunk({}, "tool_calls")]
 
 
 def _anthropic(*events: dict[str, Any], stop: str = "tool_use") -> list[dict[str, Any]]:
@@ -204,14 +196,14 @@ async def test_a_server_tool_input_with_a_lone_surrogate_is_replayed_from_its_st
          "pythonic"],
 )  # fmt: skip
 async def test_a_call_written_in_text_with_a_lone_surrogate_never_runs(text: str) -> None:
-    turn = await _collect("vllm", [_chat({"role": "assistant", "content": text}, "stop")])
+    turn = await _collect("vllm", [chat_chunk({"role": "assistant", "content": text}, "stop")])
     assert not turn.runnable
 
 
 @pytest.mark.parametrize(
     ("provider", "source"),
     [
-        ("openai-chat", [{**_chat({"content": "hi"}), "x" + LONE: 1}]),
+        ("openai-chat", [{**chat_chunk({"content": "hi"}), "x" + LONE: 1}]),
         ("openai-chat", [{"id": "c", "choices": [{"index": LONE, "delta": {"content": "x"}}]}]),
         ("ollama", [{"model": "m", "message": LONE, "done": True}]),
         ("anthropic", [{"type": "message_start", "message": LONE}]),
@@ -283,7 +275,7 @@ async def test_a_recorded_block_nested_past_the_recursion_limit_is_replayed() ->
 async def test_a_tool_named_with_a_lone_surrogate_is_judged_without_the_cache() -> None:
     tool = {"type": "function", "function": {"name": "w" + LONE, "parameters": {"type": "object"}}}
     request = {"model": "m", "messages": [], "tools": [tool]}
-    turn = await _collect("openai-chat", [_chat({"content": "hi"}, "stop")], request)
+    turn = await _collect("openai-chat", [chat_chunk({"content": "hi"}, "stop")], request)
     assert turn.text == "hi"
 
 
