@@ -13,10 +13,20 @@ from __future__ import annotations
 import msgspec
 
 from ..core.events import ProviderError
-from ..core.mapper import cap_text
+from ..core.mapper import cap_text, quoted_object
 from .framing import FrameOverflow
 
-__all__ = ["not_json_error", "overflow_error", "unknown_shape_error"]
+__all__ = [
+    "CONVERT_FAILURES",
+    "not_json_error",
+    "object_shape_error",
+    "overflow_error",
+    "unknown_shape_error",
+]
+
+#: What ``msgspec.convert`` raises for an SDK object (or a dict) of no known shape: a field of
+#: another type, or a lone surrogate where it must encode a string (a key, a non-string field).
+CONVERT_FAILURES = (msgspec.ValidationError, UnicodeEncodeError)
 
 
 def overflow_error(item: FrameOverflow) -> ProviderError:
@@ -48,3 +58,10 @@ def unknown_shape_error(
     return ProviderError(
         message=f"{what} of unknown shape: {error}", kind="unknown_shape", raw=cap_text(raw)
     )
+
+
+def object_shape_error(
+    error: Exception | str, payload: object, what: str = "a chunk"
+) -> ProviderError:
+    """:func:`unknown_shape_error` for an SDK object's dump, quoted even where ``repr`` recurses."""
+    return unknown_shape_error(str(error), quoted_object(payload), what)

@@ -54,7 +54,7 @@ from .events import (
     ToolCallComplete,
     ToolCallStarted,
 )
-from .json_text import json_text
+from .json_text import json_text, plain_str
 
 __all__ = ["DEFAULT_MAX_ARGUMENT_CHARS", "CallAccumulator", "OpenCall"]
 
@@ -193,8 +193,7 @@ class CallAccumulator:
         if isinstance(arguments, str):
             if not arguments:
                 return call
-            # (A str subclass, from an object source, as the plain str it holds.)
-            text = arguments if type(arguments) is str else str.__str__(arguments)
+            text = arguments
         else:
             text = json_text(arguments)  # a lone surrogate or deep nesting: the judge says so
             call.arguments_form = "object"
@@ -241,10 +240,10 @@ class CallAccumulator:
     def append_to(self, out: list[Event], call: OpenCall, text: str) -> None:
         """Add ``text`` to an open call that the adapter addresses itself (by block or item)."""
         if text and not call.closed:
-            # (A str subclass, from an object source, as the plain str it holds.)
-            self._append(out, call, text if type(text) is str else str.__str__(text))
+            self._append(out, call, text)
 
     def _append(self, out: list[Event], call: OpenCall, text: str) -> None:
+        text = plain_str(text)  # (an object source may hand a str subclass)
         call.size += len(text)
         if not call.buffering:
             return

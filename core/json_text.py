@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["json_string", "json_text"]
+__all__ = ["json_string", "json_text", "plain_str"]
 
 _encode = msgspec.json.encode
 
@@ -43,10 +43,15 @@ def json_text(value: Any) -> str:
     return text.decode()
 
 
+def plain_str(text: str) -> str:
+    """``text`` as an exact ``str``: a subclass (an SDK's or a caller's) as the plain str it
+    holds, since msgspec reads and writes no other."""
+    return text if type(text) is str else str.__str__(text)
+
+
 def json_string(text: str) -> str:
     """``text`` as a JSON string literal, a lone surrogate kept as it came."""
-    if type(text) is not str:
-        text = str.__str__(text)  # a str subclass, as the plain str it holds
+    text = plain_str(text)
     try:
         return _encode(text).decode()
     except UnicodeEncodeError:

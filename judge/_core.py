@@ -22,6 +22,7 @@ import msgspec
 import pydantic
 
 from ..core.errors import ConfigurationError
+from ..core.json_text import plain_str
 from ..core.verdict import Verdict
 from ._layers import Layers
 from ._message import render_message
@@ -108,7 +109,7 @@ def parse_arguments(
                 f"raw must be the arguments' text (str), not {type(raw).__name__}: pass an "
                 "arguments object as its JSON text, with arguments_form='object'"
             )
-        raw = str.__str__(raw)  # a str subclass, as the plain str it holds (msgspec reads no other)
+        raw = plain_str(raw)
     length = len(raw)
     flagged = truncated is True
     simple = schema is None and known_tools is None

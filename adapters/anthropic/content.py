@@ -27,6 +27,7 @@ from ...core.events import Event, ProviderContent, ProviderError, ReasoningDelta
 from ...core.json_text import json_text
 from ...core.jsonscan import unterminated
 from ...core.stream_state import StreamState
+from ..frame_errors import CONVERT_FAILURES
 from .blocks import SERVER_TOOL_USES, THINKING_BLOCKS, TOOL_USE, ContentBlock, ContentRecord
 from .wire import BlockStart, StreamEvent, quote_raw
 
@@ -59,8 +60,7 @@ class ContentReader:
             return
         try:
             head = msgspec.convert(block, BlockStart, strict=False)
-        except (msgspec.ValidationError, UnicodeEncodeError) as error:
-            # (A lone surrogate where a key or a non-string value stands: convert encodes it.)
+        except CONVERT_FAILURES as error:
             self._lost(out, f"a content block of unknown shape: {error}", raw)
             return
         kind = head.type

@@ -43,6 +43,7 @@ import msgspec
 
 from ...core.events import Event, ProviderContent, ProviderError, ResponseInfo, TextDelta, Usage
 from ...core.mapper import MapperSettings, cap_text
+from ..frame_errors import CONVERT_FAILURES
 from ..framing import FrameOverflow, Frames
 from ..mapper_base import MapperBase
 from ..sse import SSEDecoder
@@ -103,7 +104,7 @@ class AnthropicMapper(MapperBase):
         payload = _dumped(chunk)
         try:
             event = msgspec.convert(payload, StreamEvent, strict=False)
-        except (msgspec.ValidationError, UnicodeEncodeError) as error:  # (a lone surrogate)
+        except CONVERT_FAILURES as error:
             self._unreadable(out, _unknown_shape(f"an event of unknown shape: {error}", payload))
             return out
         self._event(event, out, payload)

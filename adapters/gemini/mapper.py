@@ -49,7 +49,7 @@ from ...core.events import (
 )
 from ...core.json_text import json_text
 from ...core.mapper import MapperSettings, cap_text, quoted_object
-from ..frame_errors import unknown_shape_error
+from ..frame_errors import CONVERT_FAILURES, object_shape_error
 from ..framing import FrameOverflow
 from ..mapper_base import MapperBase
 from ..sse import SSEDecoder
@@ -166,8 +166,8 @@ class GeminiMapper(MapperBase):
         payload = sdk_payload(chunk)
         try:
             decoded = msgspec.convert(payload, Chunk)
-        except (msgspec.ValidationError, UnicodeEncodeError) as error:  # (a lone surrogate)
-            self._unreadable(out, unknown_shape_error(str(error), quoted_object(payload)))
+        except CONVERT_FAILURES as error:
+            self._unreadable(out, object_shape_error(error, payload))
             return out
         self._chunk(decoded, out, b"")
         return out

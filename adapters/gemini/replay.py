@@ -25,6 +25,7 @@ from typing import Literal
 
 import msgspec
 
+from ...core.json_text import plain_str
 from ...core.turn import Turn
 
 __all__ = ["ReplayLog", "ReplayPart", "recall"]
@@ -50,8 +51,7 @@ class _Entry:
         self.kind = kind
         self.pieces = [text]
         self.call_id = call_id
-        # (A str subclass, from an SDK object, as the plain str it holds: msgspec writes no other.)
-        self.signature = None if signature is None else str.__str__(signature)
+        self.signature = None if signature is None else plain_str(signature)
 
 
 class ReplayLog:

@@ -44,8 +44,8 @@ from ...core.events import (
     TextDelta,
     Usage,
 )
-from ...core.mapper import MapperSettings, quoted_object
-from ..frame_errors import unknown_shape_error
+from ...core.mapper import MapperSettings
+from ..frame_errors import CONVERT_FAILURES, object_shape_error, unknown_shape_error
 from ..framing import FrameOverflow, Frames
 from ..mapper_base import MapperBase
 from ..ndjson import NDJSONDecoder
@@ -151,13 +151,11 @@ class OllamaMapper(MapperBase):
         payload = dump() if callable(dump) else chunk
         try:
             line = msgspec.convert(payload, Line, strict=False)
-        except (msgspec.ValidationError, UnicodeEncodeError) as error:  # (a lone surrogate)
-            raw = quoted_object(payload)
-            self._state.unreadable(out, unknown_shape_error(str(error), raw, self.unit))
+        except CONVERT_FAILURES as error:
+            self._state.unreadable(out, object_shape_error(error, payload, self.unit))
             return out
         if not _has_ollama_shape(line):
-            raw = quoted_object(payload)
-            self._state.unreadable(out, unknown_shape_error(_NO_FIELDS, raw, self.unit))
+            self._state.unreadable(out, object_shape_error(_NO_FIELDS, payload, self.unit))
             return out
         self._line(line, out, b"")
         return out

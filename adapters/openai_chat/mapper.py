@@ -32,8 +32,8 @@ from ...core.events import (
     TextDelta,
     Usage,
 )
-from ...core.mapper import MapperSettings, quoted_object
-from ..frame_errors import unknown_shape_error
+from ...core.mapper import MapperSettings
+from ..frame_errors import CONVERT_FAILURES, object_shape_error
 from ..framing import FrameOverflow
 from ..mapper_base import MapperBase
 from ..sse import SSEDecoder
@@ -241,8 +241,8 @@ class OpenAIChatMapper(MapperBase):
         payload = dump() if callable(dump) else chunk
         try:
             decoded = msgspec.convert(payload, _Chunk, strict=False)
-        except (msgspec.ValidationError, UnicodeEncodeError) as error:  # (a lone surrogate)
-            self._unreadable(out, unknown_shape_error(str(error), quoted_object(payload)))
+        except CONVERT_FAILURES as error:
+            self._unreadable(out, object_shape_error(error, payload))
             return out
         self._any_chunk(decoded, out, b"")
         return out
