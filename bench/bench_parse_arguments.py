@@ -4,7 +4,7 @@ Run from the repository root: ``python bench/bench_parse_arguments.py``.
 
 1. A valid 2 KB argument object: ``parse_arguments`` vs ``msgspec.json.decode`` alone
    (target: at most 1.5x).
-2. The malformed vectors of ``../shared/vectors/tool_args.jsonl``: ``parse_arguments`` vs
+2. The malformed vectors of ``tests/data/vectors/tool_args.jsonl``: ``parse_arguments`` vs
    ``json_repair.loads``, as the ratio of the totals (target: 20x faster or more) and as the
    median of the per-vector ratios (target: 5x or more; small inputs are dominated by fixed
    per-call costs, so the median is the harder figure), printed side by side; then how many
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -30,9 +31,13 @@ from typing import Any
 import json_repair
 import msgspec
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from data_paths import VECTORS as VECTOR_FILES
+
 from toolwire.judge import parse_arguments
 
-VECTORS = Path(__file__).resolve().parents[2] / "shared" / "vectors" / "tool_args.jsonl"
+VECTORS = VECTOR_FILES / "tool_args.jsonl"
 
 
 def best_ns(function: Callable[[], object], repeat: int, runs: int = 7) -> float:

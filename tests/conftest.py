@@ -1,4 +1,4 @@
-"""Shared fixtures: both anyio backends, and the shared test data next to the repository."""
+"""Shared fixtures: both anyio backends, and the test data in ``tests/data`` (``data_paths``)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,14 @@ from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterato
 from pathlib import Path
 from typing import Any
 
+import optional_parts
 import pytest
+from data_paths import STREAMS, VECTORS
 
 # Test modules import these helpers as ``from _toolwire_testdata import ...``: a plain
 # ``from conftest import`` would be ambiguous as soon as another folder (tests/judge) has its own
 # conftest.py, because pytest drops the bare ``conftest`` module name between conftest files.
 sys.modules.setdefault("_toolwire_testdata", sys.modules[__name__])
-
-#: /work/main/tests/conftest.py -> parents[0] = tests, [1] = the repository, [2] = its parent.
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-STREAMS = SHARED / "fixtures" / "streams"
-VECTORS = SHARED / "vectors"
 
 #: The recordings of Chat-Completions-style servers (one mapper serves all three folders).
 CHAT_FOLDERS = ("openai-chat", "openai-compatible", "llama-cpp-python")
@@ -50,6 +47,7 @@ _NOT_SLOW = re.compile(r"\bnot\s+slow\b")
 def pytest_configure(config: pytest.Config) -> None:
     global QUICK
     QUICK = bool(_NOT_SLOW.search(config.getoption("markexpr") or ""))
+    optional_parts.quick_tier = QUICK  # a missing optional part skips only in the quick tier
     _trust_one_root()
 
 
@@ -184,13 +182,6 @@ def bare_chat_proxy(chat_upstream: Any) -> Iterator[Any]:
         yield proxy
 
 
-@pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    """The ``shared`` folder next to the repository, computed from this file's location."""
-    assert SHARED.is_dir(), f"shared test data not found at {SHARED}"
-    return SHARED
-
-
 def stream_path(relative: str) -> Path:
     """The path of one recording, e.g. ``openai-chat/length_max_tokens_1_content.sse``."""
     path = STREAMS / relative
@@ -246,7 +237,7 @@ def json_chunks(body: bytes) -> list[dict[str, Any]]:
 
 
 def load_vectors(name: str) -> list[dict[str, Any]]:
-    """The lines of one ``shared/vectors/*.jsonl`` file."""
+    """The lines of one ``tests/data/vectors/*.jsonl`` file."""
     lines = (VECTORS / name).read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 

@@ -1,7 +1,7 @@
 """The same logical turn, written in all five wire formats, gives equal Turns (raw fields apart).
 
 Each body is written by hand in its provider's real shape (see the recordings under
-``shared/fixtures/streams/``): some text, one call ``get_weather({"city": "Paris"})`` whose
+``tests/data/fixtures/streams/``): some text, one call ``get_weather({"city": "Paris"})`` whose
 arguments arrive in pieces where the format streams them, the tool-call finish, usage 10 in and
 20 out. A second turn is cut by the provider's own token-limit word.
 """

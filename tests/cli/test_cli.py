@@ -10,14 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _toolwire_testdata import SHARED
+from _toolwire_testdata import STREAMS
 
 from toolwire.cli import main
 
-CUT_12 = SHARED / "fixtures/streams/llama-cpp-python/write_max_tokens_12_cut_mid_string.real.sse"
-PARALLEL = (
-    SHARED / "fixtures/streams/openai-chat/parallel_two_calls_sequential_indices_usage_done.sse"
-)
+CUT_12 = STREAMS / "llama-cpp-python/write_max_tokens_12_cut_mid_string.real.sse"
+PARALLEL = STREAMS / "openai-chat/parallel_two_calls_sequential_indices_usage_done.sse"
 
 
 def run(

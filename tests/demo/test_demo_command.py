@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from optional_parts import optional_module
 
 from toolwire.cli import main
 from toolwire.cli.demo import command as demo_command
@@ -30,6 +31,8 @@ TOOLWIRE = [sys.executable, "-m", "toolwire.cli"]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    if argv[:1] == ("demo",):
+        optional_module("rich")  # the [demo] extra's: without it, a skip in the quick tier only
     try:
         code = main(list(argv))
     except SystemExit as exit_:
@@ -108,6 +111,7 @@ def test_replay_of_a_subset(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
 
 
 def test_replay_draws_the_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    optional_module("matplotlib")
     picture = tmp_path / "outcomes.png"
     code, _, err = run(capsys, "demo", "--replay", "--tasks", "1", "--plot", str(picture))
     assert (code, err) == (0, "")

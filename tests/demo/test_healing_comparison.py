@@ -9,9 +9,9 @@ every count in the report is recounted from the runs it came from.
 from __future__ import annotations
 
 import pytest
+from optional_parts import optional_module
 
 from toolwire.cli import main
-from toolwire.cli.demo.healing_report import comparison_report
 from toolwire.cli.demo.model_file import MODEL_NAME
 from toolwire.cli.demo.server import LocalServer
 from toolwire.cli.demo.tasks import TASKS
@@ -26,6 +26,11 @@ def anyio_backend() -> str:
 
 
 async def test_with_healing_on_no_broken_call_reaches_the_agent(local_server: LocalServer) -> None:
+    # The report is drawn with rich (the [demo] extra): imported here, so that the quick tier
+    # collects this module without it; the full suite fails without it.
+    optional_module("rich")
+    from toolwire.cli.demo.healing_report import comparison_report
+
     comparison = await compare_healing(
         TASKS[:1], (16, 256), upstream=local_server.base_url, provider="llama-cpp",
         model=MODEL_NAME,

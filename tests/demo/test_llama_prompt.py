@@ -12,12 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-from llama_cpp import llama_chat_format
+from optional_parts import optional_module
 
 import toolwire
 from toolwire.cli.demo.sandbox import TOOLS
 from toolwire.cli.demo.tasks import SYSTEM_PROMPT
 from toolwire.recordings import read_bundled
+
+#: The [local] extra's: a skip in the quick tier without it, a failure in the full suite.
+llama_chat_format = optional_module("llama_cpp.llama_chat_format")
 
 
 class _Rendered(Exception):

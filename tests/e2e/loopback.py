@@ -29,9 +29,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
-#: The repository root (``tests/e2e/loopback.py`` -> parents[2]) and the recordings beside it.
+from data_paths import STREAMS as STREAMS
+
+#: The repository root (``tests/e2e/loopback.py`` -> parents[2]).
 ROOT = Path(__file__).resolve().parents[2]
-STREAMS = ROOT.parent / "shared" / "fixtures" / "streams"
 
 Cut = Literal["none", "drop", "eof"]
 

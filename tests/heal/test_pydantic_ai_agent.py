@@ -3,7 +3,7 @@
 The agent uses pydantic-ai's own OpenAI Chat model (``OpenAIChatModel``) and a tool that records
 each call; the loopback upstream (``upstream.py``) refuses a malformed history as a real backend
 does and answers, in order: a broken call (the real llama-cpp-python recordings of calls cut at
-``max_tokens``, or a broken ``arguments`` string of ``../shared/vectors/tool_args.jsonl``: a
+``max_tokens``, or a broken ``arguments`` string of ``tests/data/vectors/tool_args.jsonl``: a
 fence, bare keys, Windows backslashes), the corrected call when asked again, then the final
 text. Both of pydantic-ai's paths run: ``Agent.run_stream`` (a streamed request: the recordings
 byte for byte) and ``Agent.run`` (a non-streamed request: a ``chat.completion`` body holding

@@ -3,7 +3,7 @@ real loopback HTTP, the scripted Responses server (``tests/e2e/openai_responses_
 which refuses an ``input`` the real API would refuse.
 
 No real recording of a Responses function call cut at ``max_output_tokens`` exists (see
-``../shared/fixtures/streams/README.md``), so the cut turn is built with the server's own
+``tests/data/fixtures/streams/README.md``), so the cut turn is built with the server's own
 helpers, in the shape of the recordings (a reasoning item, then the call, ``status:
 incomplete``, then ``response.incomplete``); the derived recording built from a real gpt-5
 stream runs through the same test. The client is an agent that runs each ``function_call`` it

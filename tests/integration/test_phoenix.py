@@ -4,8 +4,8 @@ A Phoenix server (the ``[phoenix]`` extra) is started on loopback with a tempora
 directory and SQLite; recordings with known outcomes are replayed through the real judge and
 exported with the standard OTLP/HTTP exporter and a batch span processor; the spans are then read
 back through Phoenix's REST API (``GET /v1/projects/{project}/spans``) and the repair and
-rejection counts per tool and kind are asserted. Skipped, with the reason, only when the extra is
-not installed.
+rejection counts per tool and kind are asserted. Without the extra: a skip, with the reason, in
+the quick tier (which leaves this ``slow`` module out anyway), a failure in the full suite.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from data_paths import STREAMS
+from optional_parts import part_missing
 
 
 def _missing_extra() -> list[str]:
@@ -42,11 +44,7 @@ def _missing_extra() -> list[str]:
 
 _MISSING = _missing_extra()
 if _MISSING:
-    pytest.skip(
-        f"the [phoenix] extra is not installed (missing {', '.join(_MISSING)}): "
-        "pip install -e '.[dev,phoenix]'",
-        allow_module_level=True,
-    )
+    part_missing("phoenix", _MISSING)
 
 import anyio  # noqa: E402
 import httpx  # noqa: E402
@@ -59,7 +57,6 @@ import toolwire  # noqa: E402
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # slow: docs/development.md
 
-STREAMS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "streams"
 PROJECT = "toolwire-integration"
 STARTUP_TIMEOUT = 90.0
 INGEST_TIMEOUT = 30.0

@@ -1,18 +1,20 @@
-"""Every behaviour vector from ../shared/vectors/tool_args.jsonl gives its expected outcome."""
+"""Every behaviour vector of tests/data/vectors/tool_args.jsonl gives its expected outcome."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from data_paths import VECTORS
 
 from toolwire.judge import parse_arguments
 
-# tests/judge/<this file> -> parents[3] is the folder holding the repository and ``shared``.
-VECTORS = Path(__file__).resolve().parents[3] / "shared" / "vectors" / "tool_args.jsonl"
-ROWS = [json.loads(line) for line in VECTORS.read_text(encoding="utf-8").splitlines() if line]
+ROWS = [
+    json.loads(line)
+    for line in (VECTORS / "tool_args.jsonl").read_text(encoding="utf-8").splitlines()
+    if line
+]
 OUTCOME = {"ok": "ok", "repair": "repaired", "reject": "rejected"}
 
 

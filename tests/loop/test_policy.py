@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
+from data_paths import STREAMS
 
 from toolwire.api import collect, stream
 from toolwire.core.errors import ConfigurationError
@@ -18,8 +18,7 @@ from ._turns import ScriptedJudge, calls_body, chat_chunk, sse
 
 pytestmark = pytest.mark.anyio
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-CUT_WRITE = SHARED / "fixtures/streams/llama-cpp-python/write_max_tokens_24_cut_mid_string.real.sse"
+CUT_WRITE = STREAMS / "llama-cpp-python/write_max_tokens_24_cut_mid_string.real.sse"
 
 WRITE_TOOL = {
     "type": "function",

@@ -1,5 +1,5 @@
 """``toolwire serve`` end to end: the real command and uvicorn between the real openai SDK and a
-loopback upstream that sends real broken calls (``../shared`` recordings).
+loopback upstream that sends real broken calls (``tests/data`` recordings).
 
 The client is an unchanged agent pointed at the proxy's base URL: it accumulates calls by index
 and runs each once, failing on a call that does not parse or match its schema.

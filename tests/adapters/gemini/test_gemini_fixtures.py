@@ -1,7 +1,7 @@
 """Every recorded Gemini / Vertex stream replays to the values read from the file itself.
 
 The expected values were written by reading each recording (``gemini/*.sse``; the wire quirks
-are listed in ``shared/fixtures/streams/README.md``), not copied from toolwire's output. Usage
+are listed in ``tests/data/fixtures/streams/README.md``), not copied from toolwire's output. Usage
 is ``(input, output, total, reasoning)`` with output = ``candidatesTokenCount`` +
 ``thoughtsTokenCount`` (Gemini counts thinking apart; ``maxOutputTokens`` limits both). Gemini
 sends no call ids, so ids are toolwire's synthesized ones: checked by form, not by value.

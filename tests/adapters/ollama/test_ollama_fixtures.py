@@ -1,6 +1,6 @@
 """Ollama ``/api/chat`` NDJSON streams replay to the values read from the bytes themselves.
 
-The two recordings (``shared/fixtures/streams/ollama/``) are few, so realistic bodies are built
+The two recordings (``tests/data/fixtures/streams/ollama/``) are few, so realistic bodies are built
 here from the shapes of Ollama's own structs (ollama/ollama ``api/types.go``: ``ChatResponse``
 with ``Message``, ``ToolCall{id, function{index, name, arguments}}``, ``Metrics``; field order
 as Go's ``json.Marshal`` writes them, compact). Every expected value was written by reading the
@@ -17,7 +17,7 @@ import _recorded_turns as recorded
 import msgspec
 import pytest
 from _recorded_turns import Call, ExpectedTurn
-from _toolwire_testdata import aiter_items, load_stream
+from _toolwire_testdata import STREAMS, aiter_items, load_stream
 from ollama import ChatResponse
 
 import toolwire
@@ -319,8 +319,8 @@ def all_bodies() -> dict[str, tuple[bytes, Expected]]:
 BODIES = all_bodies()
 
 
-def test_every_recording_has_expectations(shared_dir: Any) -> None:
-    folder = shared_dir / "fixtures" / "streams" / "ollama"
+def test_every_recording_has_expectations() -> None:
+    folder = STREAMS / "ollama"
     assert sorted(RECORDED) == sorted(f"ollama/{p.name}" for p in folder.iterdir())
 
 
