@@ -44,3 +44,14 @@ class Provider(msgspec.Struct, frozen=True):
     #: ``text_calls="auto"`` reads calls left in the text for this provider: local servers,
     #: whose tool parsers miss calls (``docs/text-calls.md``); hosted APIs parse their own.
     reads_text_calls: bool = False
+    #: Local servers serve this endpoint too, and answer it through the tool parser of their
+    #: Chat Completions, so that a call it missed there stays in the text here as well
+    #: (llama-server converts ``/v1/messages`` and ``/v1/responses`` to a Chat request). Where
+    #: the healing names its upstream as a server whose calls are read in the text
+    #: (``HealingTransport(provider=...)``, ``toolwire serve --provider``), they are read on
+    #: this endpoint too (:func:`~toolwire.adapters.registry.reads_text_calls_behind`).
+    served_by_local_servers: bool = False
+    #: The Chat Completions provider name of this provider's server, when that server serves
+    #: Chat Completions too (native Ollama's ``/v1`` is ``ollama-openai``): naming the upstream
+    #: by this provider's name heals its Chat endpoint with that profile.
+    chat_provider: str | None = None

@@ -35,6 +35,9 @@ __all__ = [
     "provider",
     "provider_names",
     "read_request",
+    "reads_text_calls_behind",
+    "upstream_chat_provider",
+    "upstream_names",
 ]
 
 #: provider name -> the adapter package (under ``toolwire.adapters``) that defines it.
@@ -122,20 +125,58 @@ def chat_provider_names() -> list[str]:
     return sorted(CHAT_PROFILES)
 
 
-def heal_formats(chat_provider: str, settings: HealSettings | None = None) -> list[WireFormat]:
+def upstream_names() -> list[str]:
+    """Every name an upstream may be given (``HealingTransport(provider=...)``, ``toolwire
+    serve --provider``), sorted: what kind of server it is. Each Chat Completions name, and
+    each other provider whose server serves Chat Completions too (``ollama``)."""
+    return sorted(
+        {*CHAT_PROFILES, *(n for n in _PACKAGES if n not in CHAT_PROFILES and _chat_of(n))}
+    )
+
+
+def _chat_of(name: str) -> str | None:
+    return name if name in CHAT_PROFILES else provider(name).chat_provider
+
+
+def upstream_chat_provider(upstream: str) -> str:
+    """The Chat Completions provider name an upstream named ``upstream`` is healed with: the
+    name itself, or its server's Chat name (``ollama``: ``ollama-openai``).
+    :class:`ConfigurationError` when ``upstream`` names no server that serves Chat Completions.
+    """
+    chat = _chat_of(upstream) if upstream in _PACKAGES else None
+    if chat is None:
+        raise ConfigurationError(
+            f"provider names the kind of server the upstream is; {upstream!r} is not one of "
+            f"the names it takes ({', '.join(upstream_names())})"
+        )
+    return chat
+
+
+def reads_text_calls_behind(name: str, upstream: str) -> bool:
+    """Whether provider ``name``'s responses are read for calls left in the text when they come
+    from an upstream named ``upstream`` (the healing's one setting, ``docs/healing.md``).
+
+    Yes where ``name`` itself reads them (a local server's Chat profile, native Ollama), and
+    where local servers serve ``name``'s endpoint too (:attr:`Provider.served_by_local_servers`:
+    Anthropic Messages, Responses) and ``upstream`` is a server whose calls are read in the text.
+    """
+    entry = provider(name)
+    if entry.reads_text_calls:
+        return True
+    return entry.served_by_local_servers and provider(upstream).reads_text_calls
+
+
+def heal_formats(upstream: str, settings: HealSettings | None = None) -> list[WireFormat]:
     """The healing formats of a transport, one per endpoint: Chat Completions first, then the
     others in the order their endpoints are tried.
 
-    Many names read Chat Completions, so the caller picks one (``chat_provider``: its server
-    profile decides how history is replayed and which evidence names the token limit); every
-    other provider that has a healing format heals its own endpoint. :class:`ConfigurationError`
-    when ``chat_provider`` is not a Chat Completions name.
+    ``upstream`` says what kind of server the upstream is (:func:`upstream_names`). Many names
+    read Chat Completions; the upstream's (:func:`upstream_chat_provider`: its server profile
+    decides how history is replayed and which evidence names the token limit) heals
+    ``/chat/completions``; every other provider that has a healing format heals its own
+    endpoint. :class:`ConfigurationError` when ``upstream`` is none of those names.
     """
-    if chat_provider not in CHAT_PROFILES:
-        raise ConfigurationError(
-            f"provider names the Chat Completions server profile; {chat_provider!r} is not one "
-            f"of its provider names ({', '.join(chat_provider_names())})"
-        )
+    chat_provider = upstream_chat_provider(upstream)
     settings = settings or HealSettings()
     names = [chat_provider, *(name for name in _PACKAGES if name not in CHAT_PROFILES)]
     formats: list[WireFormat] = []

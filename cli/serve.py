@@ -31,7 +31,8 @@ __all__ = ["add_serve_parser"]
 
 EXAMPLES = """\
 examples:
-  toolwire serve --upstream http://127.0.0.1:8080/v1 --provider llama-cpp
+  toolwire serve --upstream http://127.0.0.1:8080/v1 --provider llama-server
+  toolwire serve --upstream http://127.0.0.1:8000/v1 --provider llama-cpp  # llama-cpp-python
   toolwire serve --upstream https://api.openai.com/v1 --port 8000 --max-retries 2
   toolwire serve --config serve.toml --no-heal        # a bare pass-through proxy
   toolwire serve --upstream http://vllm:8000/v1 --workers auto   # one process per core
@@ -67,7 +68,12 @@ def add_serve_parser(commands: Any) -> None:
     parser.add_argument("--config", type=Path, help="a TOML file of settings (docs/serve.md)")
     parser.add_argument("--host", help="the address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="the port (default 8000; 0: any free one)")
-    parser.add_argument("--provider", help="the Chat Completions server profile (llama-cpp...)")
+    parser.add_argument(
+        "--provider",
+        help="what kind of server the upstream is, for every endpoint (llama-server, vllm, "
+        "sglang, ollama, lmstudio, llama-cpp...; default openai-chat): on a local server, "
+        "calls left in the text are read on all of them",
+    )
     parser.add_argument("--max-retries", type=int, help="retries per healed request (default 2)")
     parser.add_argument(
         "--max-tokens-ceiling", type=int, help="how far a retry after a cut may raise max_tokens"

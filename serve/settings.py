@@ -16,7 +16,7 @@ from typing import Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..adapters.registry import chat_provider_names
+from ..adapters.registry import upstream_names
 from ..core.errors import ConfigurationError
 
 __all__ = ["ServeSettings", "load_settings", "worker_count"]
@@ -38,7 +38,10 @@ class ServeSettings(BaseModel):
     port: int = Field(default=8000, ge=0, le=65535)
     #: ``False``: a bare pass-through proxy (what the load test measures healing against).
     heal: bool = True
-    #: The Chat Completions server profile (``llama-cpp`` for llama-cpp-python).
+    #: What kind of server the upstream is, for every endpoint healed: a Chat Completions
+    #: server profile (``llama-cpp`` for llama-cpp-python, ``llama-server``, ``vllm``...) or
+    #: ``ollama``. On a local server, calls left in the text are read on Chat Completions,
+    #: Messages, Responses and ``/api/chat`` alike (``docs/serve.md``).
     provider: str = "openai-chat"
     max_retries: int = Field(default=2, ge=0, le=10)
     max_tokens_ceiling: int | None = Field(default=None, ge=1)
@@ -95,10 +98,10 @@ class ServeSettings(BaseModel):
 
     @field_validator("provider")
     @classmethod
-    def _chat_profile(cls, value: str) -> str:
-        names = chat_provider_names()
+    def _upstream_kind(cls, value: str) -> str:
+        names = upstream_names()
         if value not in names:
-            raise ValueError(f"must be a Chat Completions provider name ({', '.join(names)})")
+            raise ValueError(f"must name the kind of server the upstream is ({', '.join(names)})")
         return value
 
 

@@ -27,7 +27,11 @@ __all__ = [
 ]
 
 
-#: The provider name ``anthropic`` (``gen_ai.provider.name`` ``anthropic``).
+#: The provider name ``anthropic`` (``gen_ai.provider.name`` ``anthropic``). Local servers
+#: serve ``/v1/messages`` too, each through its Chat Completions tool parser: llama-server
+#: (ggml-org/llama.cpp#17570: converted to a Chat request, ``tools/server/server-chat.cpp``),
+#: vLLM (``vllm/entrypoints/anthropic/serving.py``, on ``OpenAIServingChat``), SGLang
+#: (``python/sglang/srt/entrypoints/anthropic/``), Ollama (>= 0.14.0) and LM Studio (>= 0.4.1).
 PROVIDERS: dict[str, Provider] = {
     "anthropic": Provider(
         "anthropic",
@@ -35,5 +39,6 @@ PROVIDERS: dict[str, Provider] = {
         AnthropicHistory(),
         read_anthropic_request,
         open_anthropic_format,
+        served_by_local_servers=True,
     ),
 }

@@ -25,7 +25,10 @@ __all__ = [
 ]
 
 
-#: The provider name that reads (and heals) Ollama's native chat streams.
+#: The provider name that reads (and heals) Ollama's native chat streams. Only local servers
+#: serve ``/api/chat`` (Ollama, and SGLang's ``python/sglang/srt/entrypoints/ollama/``), so its
+#: calls left in the text are read whatever the upstream is named; an upstream named
+#: ``ollama`` heals its Chat endpoint (``/v1``) with the ``ollama-openai`` profile.
 PROVIDERS: dict[str, Provider] = {
     "ollama": Provider(
         "ollama",
@@ -34,5 +37,7 @@ PROVIDERS: dict[str, Provider] = {
         read_ollama_request,
         open_ollama_format,
         reads_text_calls=True,
+        served_by_local_servers=True,
+        chat_provider="ollama-openai",
     ),
 }

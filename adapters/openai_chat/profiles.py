@@ -2,7 +2,7 @@
 
 One wire format, many servers: a quirk that only one server has belongs to that server's
 provider name, never to every Chat-Completions stream. Each fact here was seen on the server
-(the recordings in ``shared/fixtures/streams/`` and ``toolwire/recordings/``, the prompt the
+(the recordings in ``tests/data/fixtures/streams/`` and ``toolwire/recordings/``, the prompt the
 server printed with ``--verbose true``, and the tests that start it: ``tests/demo/``).
 ``docs/local-servers.md`` tells the whole story of each one.
 """
@@ -93,6 +93,9 @@ CHAT_PROFILES: dict[str, ServerProfile] = {
     ),
     "llama-server": ServerProfile(gen_ai_name="llama.cpp", reads_text_calls=True),
     "vllm": ServerProfile(gen_ai_name="vllm", reads_text_calls=True),
+    # SGLang parses calls with the parser its ``--tool-call-parser`` names, as vLLM does
+    # (``python/sglang/srt/function_call/``): a mismatch leaves them in the text.
+    "sglang": ServerProfile(gen_ai_name="sglang", reads_text_calls=True),
     "lmstudio": ServerProfile(gen_ai_name="lmstudio", reads_text_calls=True),
     "ollama-openai": ServerProfile(gen_ai_name="ollama", reads_text_calls=True),
     "openrouter": ServerProfile(gen_ai_name="openrouter"),

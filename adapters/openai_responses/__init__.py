@@ -25,7 +25,10 @@ __all__ = [
 ]
 
 
-#: The provider names that read Responses streams.
+#: The provider names that read Responses streams. Local servers serve ``/v1/responses`` too:
+#: llama-server (converted to a Chat request, ``tools/server/server-chat.cpp``), vLLM, SGLang
+#: (``python/sglang/srt/entrypoints/openai/serving_responses.py``), Ollama (stateless, docs
+#: "OpenAI compatibility") and LM Studio (>= 0.3.29).
 PROVIDERS: dict[str, Provider] = {
     "openai-responses": Provider(
         "openai",
@@ -33,5 +36,6 @@ PROVIDERS: dict[str, Provider] = {
         OpenAIResponsesHistory(),
         read_responses_request,
         open_responses_format,
+        served_by_local_servers=True,
     ),
 }
