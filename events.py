@@ -26,6 +26,7 @@ from .core.events import QuotedForm as QuotedForm
 from .core.events import ReasoningDelta as ReasoningDelta
 from .core.events import ResponseInfo as ResponseInfo
 from .core.events import ServerParse as ServerParse
+from .core.events import ServerParseAbout as ServerParseAbout
 from .core.events import StopCondition as StopCondition
 from .core.events import StopReason as StopReason
 from .core.events import StreamEnd as StreamEnd
@@ -61,6 +62,7 @@ __all__ = [
     "ReasoningDelta",
     "ResponseInfo",
     "ServerParse",
+    "ServerParseAbout",
     "StopCondition",
     "StopReason",
     "StreamEnd",

@@ -17,8 +17,10 @@ mapper in :attr:`~toolwire.core.mapper.MapperSettings.parser_errors`, and the ma
 recognized failure into a call (:meth:`~toolwire.core.stream_state.StreamState.parser_failed`),
 which the judge reads from what the body quoted.
 
-A reader also says when a body is a server refusing the request's *history* (an earlier call's
-arguments it could not read): ``about="history"``. That is not the model's call of this turn;
+A reader also says what the words are about: the model's call (``about="tool_call"``), its output
+as a whole (``about="output"``: the server's words name no call, so the message to the model does
+not either), or a server refusing the request's *history* (an earlier call's arguments it could
+not read): ``about="history"``. That is not the model's call of this turn;
 the error stays fatal, with its kind ``history_rejected`` (``Pipeline.repair_history`` mends such
 a history).
 """
@@ -34,8 +36,10 @@ from .events import QuotedForm
 
 __all__ = ["ErrorAbout", "ParserErrorFacts", "ParserErrorReader", "read_parser_error"]
 
-#: What a recognized error body is about: the model's call of this turn, or the request's history.
-ErrorAbout = Literal["tool_call", "history"]
+#: What a recognized error body is about: the model's call of this turn; the model's ``output`` as
+#: a whole, which the server could not parse (llama.cpp's PEG parser: a call may be in it, or not;
+#: its words do not say); or the request's history.
+ErrorAbout = Literal["tool_call", "output", "history"]
 
 
 class ParserErrorFacts(msgspec.Struct, frozen=True, kw_only=True):
@@ -43,6 +47,8 @@ class ParserErrorFacts(msgspec.Struct, frozen=True, kw_only=True):
 
     - ``server``: who said it (``ollama``, ``llama.cpp``, ``vllm``...), named in the message;
     - ``error``: the parser's own words (``unexpected end of JSON input``);
+    - ``about``: what the words are about (:data:`ErrorAbout`): a message to the model names a
+      call only when they do;
     - ``quoted``: the text the body quotes of the model's output, or ``None``; ``quoted_form``
       says what it is (only the ``arguments``, or the model's ``output`` in its own markup,
       which may hold several calls, a stray closing tag, or a cut tag);

@@ -96,15 +96,25 @@ class StreamState:
         """The server's tool parser failed on the model's call: the call is what its error quoted.
 
         The error is kept, not fatal (``tool_parser``: the server is fine, the call was broken);
-        a call still open then is cut (the server failed while it was being written); the
-        failed call opens last, named as the body names it (or ``""``), its arguments the
+        the failed call opens last, named as the body names it (or ``""``), its arguments the
         quoted text, marked :class:`ServerParse` for the judge; the turn ends ``tool_calls``.
+
+        Calls the server sent before its error (in a stream) were parsed by the server itself,
+        and its parser fails only once the output is over (llama-server parses the finished
+        output again and fails there; Ollama sends a call only once it parsed it whole): each
+        is judged as it stands, closed by the finish as the end of a stream of unknown cause
+        closes it, cut only when its text visibly stops inside a value. The end a provider
+        sends for each call (Anthropic's ``content_block_stop``) never came because the server
+        failed, so it is not waited for. When such calls came and the error quotes nothing, no
+        call is opened for it: nothing of the output is known beyond what was sent, and a call
+        opened for "the rest" would ask the model for calls it already made (issue 27: the
+        proxy withheld the call llama-server sent before its error).
         """
         calls = self.calls
-        still_open = frozenset(call.call_id for call in calls.open_calls())
-        if still_open:
-            calls.close_all(out, "end_of_stream", still_open, "error", self.facts.cut_facts())
-        said = f"the server ({facts.server}) could not parse the model's tool call: {facts.error}"
+        for call in calls.open_calls():
+            call.expects_end = False
+        what = "output" if facts.about == "output" else "tool call"
+        said = f"the server ({facts.server}) could not parse the model's {what}: {facts.error}"
         self.errors.add(
             out,
             ProviderError(
@@ -114,17 +124,22 @@ class StreamState:
                 raw=error.raw,
             ),
         )
+        self.facts.parser_failed = True
+        self.facts.reason = "tool_calls"
+        if calls.calls and not facts.quoted:
+            return  # the calls the server sent are the model's calls (see above)
         call = calls.start(out, call_id=None, name=facts.name or None)
         call.server_parse = ServerParse(
-            server=facts.server, error=cap_text(facts.error, 300), quoted=facts.quoted_form
+            server=facts.server,
+            error=cap_text(facts.error, 300),
+            quoted=facts.quoted_form,
+            about="output" if facts.about == "output" else "tool_call",
         )
         if not facts.quote_whole:
             call.damage = "lost_fragment"  # the body was cut inside the quote
         if facts.quoted:
             calls.append_to(out, call, facts.quoted)
-        self.facts.parser_failed = True
         self.facts.parser_cut = facts.cut
-        self.facts.reason = "tool_calls"
 
     def no_event(self, out: list[Event], *, size: int) -> None:
         """An event stream ended cleanly without one event (``size`` bytes of comments)."""

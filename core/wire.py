@@ -220,6 +220,12 @@ class WireFormat(Protocol):
     def healed_body(self, first: Mapping[str, Any], items: Iterable[WireItem]) -> dict[str, Any]:
         """The client's whole body: ``first`` with what the session sent folded in."""
 
+    def empty_body(self, items: Sequence[WireItem]) -> dict[str, Any]:
+        """A whole body with nothing in it yet, in the form ``items`` open with (their id,
+        model, creation time): what :meth:`healed_body` folds the items into when no upstream
+        body came to start from (the upstream answered a tool-parser error, and the calls read
+        from its quote are the answer)."""
+
     def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:
         """The whole error body when the session ended in an error, else ``None``."""
 

@@ -4,8 +4,10 @@ The adapter turns a known tool-parser failure into a call marked
 :class:`~toolwire.core.events.ServerParse` (:mod:`toolwire.core.parser_errors`); its
 ``arguments_raw`` is what the error quoted. Here, inside the judge stage, that call is:
 
-- **named**: as the error named it; an error that names no tool (Ollama's harmony error quotes
-  only the arguments) names the one tool offered when exactly one was, else nothing is made up:
+- **named**: as the error named it; an error about a call that names no tool (Ollama's harmony
+  error quotes only the arguments) names the one tool offered when exactly one was (an error
+  about the whole output, llama.cpp's ``does not match the expected peg-native format``, names
+  no call, so none is assumed), else nothing is made up:
   the call is rejected, and the model must send it again whole, name and all (a quote of the
   output is named by what its reader reads in it);
 - **read**: quoted ``arguments`` are judged like any call's, but without the ``prose`` repair
@@ -97,7 +99,13 @@ def judge_server_parsed(
     facts = call.server_parse
     assert facts is not None
     name = call.name
-    if not name and facts.quoted != "output" and toolset is not None and len(toolset) == 1:
+    if (
+        not name
+        and facts.quoted != "output"
+        and facts.about == "tool_call"
+        and toolset is not None
+        and len(toolset) == 1
+    ):
         (name,) = toolset.names()
         call = msgspec.structs.replace(call, name=name)
     said = _server_said(facts, name)
@@ -155,7 +163,10 @@ def _judge_quoted_output(
 
 
 def _server_said(facts: ServerParse, name: str) -> str:
-    subject = f"your call to `{name}`" if name else "your tool call"
+    if facts.about == "output":
+        subject = "your output"  # its words name no call: one may be in it, or not
+    else:
+        subject = f"your call to `{name}`" if name else "your tool call"
     return (
         f"The server ({facts.server}) could not parse {subject} and answered an error "
         f"instead of it: {facts.error.rstrip('.')}."
@@ -202,10 +213,17 @@ def _nothing_to_judge(call: ToolCallComplete, said: str, facts: ServerParse) -> 
             "or split the work into several calls.",
         ]
         return _rejection(call, "truncated", lines, f"{facts.server}: {facts.error}")
-    lines = [
-        f"{said} It quoted none of the call, so it was not run.",
-        f"{again} as one tool call, its arguments one JSON object.",
-    ]
+    if facts.about == "output":
+        lines = [
+            f"{said} It quoted none of your output, so no tool call in it was run.",
+            "If you meant to call a tool, send the tool call again, name and all, as one tool "
+            "call, its arguments one JSON object.",
+        ]
+    else:
+        lines = [
+            f"{said} It quoted none of the call, so it was not run.",
+            f"{again} as one tool call, its arguments one JSON object.",
+        ]
     return _rejection(call, "server_could_not_parse", lines, f"{facts.server}: {facts.error}")
 
 

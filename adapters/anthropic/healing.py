@@ -11,7 +11,7 @@ refuses is repaired before the request goes upstream, healed or not.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -155,6 +155,13 @@ class AnthropicWireFormat:
             kept = first.get("usage")
             body["usage"] = {**(kept if isinstance(kept, dict) else {}), **usage}
         return body
+
+    def empty_body(self, items: Sequence[WireItem]) -> dict[str, Any]:
+        """The ``message`` of the items' ``message_start`` (no content yet), as a whole body."""
+        for item in items:
+            if isinstance(item, dict) and item.get("type") == "message_start":
+                return dict(item["message"])
+        return {"type": "message", "role": "assistant", "content": [], "stop_reason": None}
 
     def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:
         """The ``error`` event (``{"type": "error", "error": {...}}``) the items end in."""

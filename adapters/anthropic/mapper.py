@@ -1,7 +1,7 @@
 """Anthropic Messages streams (``POST /v1/messages``, ``stream: true``) into toolwire events.
 
 The stream is SSE with ``event:`` names; each payload's ``type`` says what it is, and the rules
-here come from the recordings in ``shared/fixtures/streams/anthropic/``:
+here come from the recordings in ``tests/data/fixtures/streams/anthropic/``:
 
 - ``message_start`` carries the model, the id and the input usage; ``message_delta`` the
   ``stop_reason`` and the output usage; ``message_stop`` is the terminator (there is no
@@ -43,6 +43,7 @@ import msgspec
 
 from ...core.events import Event, ProviderContent, ProviderError, ResponseInfo, TextDelta, Usage
 from ...core.mapper import MapperSettings, cap_text
+from ..error_bodies import error_message
 from ..frame_errors import CONVERT_FAILURES
 from ..framing import FrameOverflow, Frames
 from ..mapper_base import MapperBase
@@ -123,6 +124,10 @@ class AnthropicMapper(MapperBase):
     def _message(self, name: bytes | None, data: bytes | FrameOverflow, out: list[Event]) -> None:
         """One event the general way: decoded, or the error that says what is wrong with it."""
         if self._state.ended:
+            return
+        if name == b"error" and type(data) is bytes:
+            # Any ``event: error`` is the server's error, whatever its payload's shape.
+            self._error(_error_body(data), out, data)
             return
         event = self._decoded(decode_event, data, out, name)
         if event is None:
@@ -249,17 +254,18 @@ class AnthropicMapper(MapperBase):
             out.append(_usage_event(usage, self._input_tokens))
 
     def _error(self, body: ErrorBody, out: list[Event], raw: object) -> None:
-        """An in-band error is the end of the turn: nothing of it may run."""
-        self._state.fatal(
-            out,
-            ProviderError(
-                message=body.message or body.type or "provider error",
-                kind="error_payload",
-                code=body.type,
-                raw=quote_raw(raw),
-                fatal=True,
-            ),
+        """An in-band error is the end of the turn: nothing of it may run, unless it is a
+        server's known tool-parser failure (llama-server's, Ollama's, vLLM's words, which
+        serve this endpoint too): then the model's broken call (``core/stream_state.py``)."""
+        error = ProviderError(
+            message=body.message or body.type or "provider error",
+            kind="error_payload",
+            code=body.type,
+            raw=quote_raw(raw),
+            fatal=True,
         )
+        said = raw if type(raw) is bytes else (body.message or "").encode()
+        self._state.fatal_or_known(out, error, None, said)
         self._end(out)
 
     def _end(self, out: list[Event]) -> None:
@@ -291,3 +297,22 @@ def _dumped(chunk: object) -> object:
 
 def _unknown_shape(detail: str, raw: object) -> ProviderError:
     return ProviderError(message=detail, kind="unknown_shape", raw=quote_raw(raw))
+
+
+def _error_body(data: bytes) -> ErrorBody:
+    """The error of an ``event: error``: Anthropic's ``{"type": "error", "error": {...}}``, or
+    the error object itself, as llama-server sends it on ``/v1/messages`` (``{"code": 500,
+    "message": ..., "type": "server_error"}``, tools/server/server-context.cpp), or any text."""
+    try:
+        event = decode_event(data)
+    except (msgspec.MsgspecError, TypeError):
+        event = None
+    if event is not None and event.type == "error" and event.error is not None:
+        return event.error
+    try:
+        decoded = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        decoded = None
+    kind = decoded.get("type") if isinstance(decoded, dict) else None
+    message, _ = error_message(data.decode("utf-8", "replace"))
+    return ErrorBody(type=kind if isinstance(kind, str) else None, message=cap_text(message, 300))

@@ -21,7 +21,7 @@ output modality other than text pass untouched.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -160,6 +160,11 @@ class GeminiWireFormat:
             kept = first.get("usageMetadata")
             body["usageMetadata"] = {**(kept if isinstance(kept, dict) else {}), **usage}
         return body
+
+    def empty_body(self, items: Sequence[WireItem]) -> dict[str, Any]:
+        """The first element's ``modelVersion`` and ``responseId``, with no candidate yet."""
+        chunk = next((item for item in items if isinstance(item, dict)), {})
+        return {key: chunk[key] for key in ("modelVersion", "responseId") if key in chunk}
 
     def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:
         """The ``{"error": {...}}`` element the items end in."""

@@ -1,6 +1,6 @@
 """Gemini API and Vertex AI ``streamGenerateContent?alt=sse`` streams into toolwire events.
 
-The wire, as recorded in ``shared/fixtures/streams/gemini/``:
+The wire, as recorded in ``tests/data/fixtures/streams/gemini/``:
 
 - ``data:`` lines only, events separated by ``\\r\\n\\r\\n``, JSON written with ``": "`` after
   keys (the SSE decoder takes any line end; the JSON decoder any spacing);

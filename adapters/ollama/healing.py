@@ -8,7 +8,7 @@ a whole body (one ``ChatResponse`` with ``done: true``) is read as the one-line 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -110,6 +110,14 @@ class OllamaWireFormat:
             else:
                 message.pop(key, None)
         body["message"] = message
+        return body
+
+    def empty_body(self, items: Sequence[WireItem]) -> dict[str, Any]:
+        """The first line's model and creation time, as a finished ``ChatResponse`` with an
+        empty message (:meth:`healed_body` adds what was sent, the finish and counters)."""
+        line = next((item for item in items if isinstance(item, dict)), {})
+        body = {key: value for key, value in line.items() if key != "message"}
+        body.update(message={"role": "assistant", "content": ""}, done=True)
         return body
 
     def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from ..encoding import error_item, json_object
 __all__ = [
     "completion_as_stream",
     "completion_body",
+    "empty_completion",
     "error_status",
     "read_completion",
 ]
@@ -78,6 +79,22 @@ def completion_as_stream(body: Mapping[str, Any]) -> bytes:
 def error_status(items: Iterable[WireItem]) -> dict[str, Any] | None:
     """The error body (``{"error": {...}}``) when the session ended in an error, else ``None``."""
     return error_item(items)
+
+
+def empty_completion(items: Iterable[WireItem]) -> dict[str, Any]:
+    """A ``chat.completion`` with an empty message, with the id, creation time and model of the
+    first chunk in ``items``: what :func:`completion_body` folds the chunks into when no
+    upstream completion came (the upstream answered a tool-parser error)."""
+    chunk = next((item for item in items if isinstance(item, dict) and "choices" in item), {})
+    return {
+        "id": chunk.get("id"),
+        "object": "chat.completion",
+        "created": chunk.get("created"),
+        "model": chunk.get("model"),
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": None}
+        ],
+    }
 
 
 def completion_body(

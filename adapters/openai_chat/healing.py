@@ -34,7 +34,7 @@ name is registered with its own :class:`ChatWireFormat`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -182,6 +182,10 @@ class ChatWireFormat:
     def healed_body(self, first: Mapping[str, Any], items: Iterable[WireItem]) -> dict[str, Any]:
         """See :func:`toolwire.adapters.openai_chat.completion.completion_body`."""
         return completion.completion_body(first, items, reasoning_field=self.reasoning_field)
+
+    def empty_body(self, items: Sequence[WireItem]) -> dict[str, Any]:
+        """See :func:`toolwire.adapters.openai_chat.completion.empty_completion`."""
+        return completion.empty_completion(items)
 
     def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:
         """See :func:`toolwire.adapters.openai_chat.completion.error_status`."""

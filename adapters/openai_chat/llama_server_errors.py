@@ -2,49 +2,38 @@
 
 llama-server parses the model's output with the chat template's parser (``common/chat.cpp``);
 when that fails it answers HTTP 500 in the OpenAI shape, ``{"error": {"code": 500, "message":
-"Failed to parse input at pos N: <TAIL>", "type": "server_error"}}`` (the same body on its
-Anthropic endpoint ``/v1/messages``): ggml-org/llama.cpp#20761, #24644; pwilkin/llama.cpp#9;
-openclaw/openclaw#61838. ``<TAIL>`` is the model's output FROM position N to the end, in the
-model's own markup: it may hold one or several complete calls (the parser failed on what came
-before them), a lone ``</tool_call>``, or a call cut inside a tag. It is quoted as ``output``;
-only a reader of that markup (:mod:`toolwire.stages.server_parsed`) may read calls from it.
+..., "type": "server_error"}}`` (the same body on ``/v1/messages`` and ``/v1/responses``), or,
+once a stream began, the same error in band: ``data: {"error": {...}}`` on Chat Completions and
+Responses, ``event: error`` with the error object itself on Messages
+(``tools/server/server-context.cpp``). Its words changed (the rows ``llama.cpp/...`` of
+:data:`~toolwire.adapters.parser_wordings.WORDINGS`, with the release of each):
+
+- ``The model produced output that does not match the expected peg-native format`` (any format
+  name: ``peg-simple``, ``peg-gemma4``, ``peg-minimax-m3``, ``Content-only``): today's words.
+  They quote nothing and name no call: the server could not parse the model's *output*, a call
+  may be in it or not (``about="output"``). In a stream the error comes after what the server's
+  partial parse already sent (calls included): the final parse of the finished output failed;
+- ``Failed to parse input at pos N: <TAIL>``: the model's output FROM position N to the end, in
+  the model's own markup (one or several whole calls, a lone ``</tool_call>``, a call cut inside
+  a tag, any family's markup). It is quoted as ``output``; only a reader of that markup
+  (:mod:`toolwire.stages.server_parsed`) may read calls from it;
+- ``Failed to parse input at pos N`` alone: the first PEG parser's words.
 
 The history refusal: a template that takes arguments as objects makes the server parse every
 earlier call's ``arguments`` string (``func_args_not_string``), and one that is no JSON fails
-the request with 500 ``Failed to parse tool call arguments as JSON: [json.exception...]``
-(ggml-org/llama.cpp#25510, #22948, #22072; vxcontrol/pentagi#313 through LiteLLM).
+the request with 500 ``Failed to parse tool call arguments as JSON: [json.exception...]``.
 """
 
 from __future__ import annotations
 
-import re
-
 from ...core.parser_errors import ParserErrorFacts
-from ..error_bodies import error_message
+from ..parser_wordings import read_wordings, wordings_of
 
 __all__ = ["read_llama_server_error"]
 
-_TAIL = re.compile(r"Failed to parse input at pos (?P<pos>\d+): ?")
-_HISTORY = "Failed to parse tool call arguments as JSON"
+_LLAMA_CPP = wordings_of("llama.cpp")
 
 
 def read_llama_server_error(status: int | None, body: str) -> ParserErrorFacts | None:
     """llama-server's tool-parser failure or history refusal (module docstring), or ``None``."""
-    if status is not None and status not in (400, 500):
-        return None
-    message, whole = error_message(body)
-    history = message.find(_HISTORY)
-    if history >= 0:
-        return ParserErrorFacts(
-            server="llama.cpp", error=message[history:].strip(), about="history"
-        )
-    match = _TAIL.search(message)
-    if match is None:
-        return None
-    return ParserErrorFacts(
-        server="llama.cpp",
-        error=f"Failed to parse input at pos {match['pos']}",
-        quoted=message[match.end() :],
-        quoted_form="output",
-        quote_whole=whole,
-    )
+    return read_wordings(_LLAMA_CPP, status, body)

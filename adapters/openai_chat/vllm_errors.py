@@ -12,40 +12,21 @@ The history refusal: vLLM up to 0.28 ``json.loads`` every earlier call's ``argum
 while rendering the prompt, and one that is no JSON fails the request with 400 and Python's
 ``json.JSONDecodeError`` text (``Expecting ',' delimiter: line 1 column 54 (char 53)``,
 ``Unterminated string starting at: ...``): vllm-project/vllm#43995, BigPizzaV3/CodexPlusPlus#1019,
-NousResearch/hermes-agent#12643 (research21/server_history_rules.md, section 2). From 0.29 the
-arguments are silently replaced by ``{}``.
+NousResearch/hermes-agent#12643. From 0.29 the arguments are silently replaced by ``{}``.
+The words, with their provenance, are the rows ``vllm/...`` of
+:data:`~toolwire.adapters.parser_wordings.WORDINGS`.
 """
 
 from __future__ import annotations
 
-import re
-
 from ...core.parser_errors import ParserErrorFacts
-from ..error_bodies import error_message
+from ..parser_wordings import read_wordings, wordings_of
 
 __all__ = ["read_vllm_error"]
 
-_HEADER = "unexpected tokens remaining in message header"
-_RECIPIENT = re.compile(r"to=functions\.(?P<name>[A-Za-z0-9_.:-]+)")
-#: Python's ``json.JSONDecodeError`` messages, with their position.
-_JSON_DECODE = re.compile(
-    r"(?:Expecting [^:]{1,40}|Unterminated string starting at|Extra data|Invalid control "
-    r"character at|Invalid \\escape|Invalid \\uXXXX escape): line \d+ column \d+ \(char \d+\)"
-)
+_VLLM = wordings_of("vllm")
 
 
 def read_vllm_error(status: int | None, body: str) -> ParserErrorFacts | None:
     """vLLM's harmony header failure or its history refusal (module docstring), or ``None``."""
-    message, _ = error_message(body)
-    if status in (None, 500):
-        at = message.find(_HEADER)
-        if at >= 0:
-            said = message[at:].strip()
-            recipient = _RECIPIENT.search(said)
-            if recipient is not None:  # a call's header; without a recipient it may be none
-                return ParserErrorFacts(server="vllm", error=said, name=recipient["name"])
-    if status == 400:
-        decode = _JSON_DECODE.search(message)
-        if decode is not None:
-            return ParserErrorFacts(server="vllm", error=decode.group(), about="history")
-    return None
+    return read_wordings(_VLLM, status, body)

@@ -17,7 +17,7 @@ exchange, the first one's rejected call too: a client that fetches it by id sees
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -175,6 +175,13 @@ class ResponsesWireFormat:
                 _item_text(item) for item in body["output"] if item.get("type") == "message"
             )
         return body
+
+    def empty_body(self, items: Sequence[WireItem]) -> dict[str, Any]:
+        """The ``response`` of the items' ``response.created`` (no output yet), as a body."""
+        for item in items:
+            if isinstance(item, dict) and item.get("type") == "response.created":
+                return dict(item["response"])
+        return {"object": "response", "status": "in_progress", "output": []}
 
     def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:
         """``{"error": {...}}``, the body of an API error, when the items end in one."""

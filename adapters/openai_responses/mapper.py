@@ -244,6 +244,15 @@ class OpenAIResponsesMapper(MapperBase):
         if kind is None and event_name:
             # A payload without its ``type``: the ``event:`` line names it.
             kind = envelope.type = event_name.decode("utf-8", "replace")
+        if kind is None and envelope.error is not None:
+            # ``data: {"error": {...}}``: a server's error in band, in the Chat shape
+            # (llama-server on /v1/responses, tools/server/server-context.cpp).
+            error = envelope.error
+            said = error.get("message") if isinstance(error, dict) else error
+            envelope.message = said if type(said) is str else None
+            envelope.code = error.get("code") if isinstance(error, dict) else None
+            self._error_event(envelope, data, out)
+            return
         if type(kind) is not str or not kind:
             self._unreadable(out, _problem("an event with no type", data))
             return
@@ -339,18 +348,19 @@ class OpenAIResponsesMapper(MapperBase):
         return (kind, where, number if type(number) is int else 0)
 
     def _error_event(self, envelope: Envelope, data: bytes, out: list[Event]) -> None:
+        """An error event: fatal, unless it is a server's known tool-parser failure (the
+        servers that serve this endpoint too: vLLM, llama-server, Ollama, LM Studio), which is
+        the model's broken call (``core/stream_state.py``)."""
         message = envelope.message if type(envelope.message) is str else "provider error"
         code = envelope.code
-        self._state.fatal(
-            out,
-            ProviderError(
-                message=message,
-                kind="error_payload",
-                code=str(code) if code is not None else None,
-                raw=cap_text(data),
-                fatal=True,
-            ),
+        error = ProviderError(
+            message=message,
+            kind="error_payload",
+            code=str(code) if code is not None else None,
+            raw=cap_text(data),
+            fatal=True,
         )
+        self._state.fatal_or_known(out, error, None, data)
         self._end(out)
 
     def _terminal(self, kind: str, envelope: Envelope, data: bytes, out: list[Event]) -> None:

@@ -55,6 +55,9 @@ class Envelope(msgspec.Struct, gc=False):
     # The ``error`` event's fields.
     code: Any = None
     message: Any = None
+    #: A payload that is an error object with no ``type``: ``{"error": {...}}``, as
+    #: llama-server sends an error in band on ``/v1/responses`` (``format_oai_sse``).
+    error: Any = None
 
 
 class Item(msgspec.Struct, gc=False):

@@ -65,10 +65,13 @@ OUTCOMES: dict[str, tuple[str, str | None]] = {
     # whole calls are RECOVERED, below.)
     "pe-llamacpp-20761-pos12-endtag-only": (CALL, "server_could_not_parse"),
     "pe-llamacpp-pw9-pos0-cut": (CALL, "truncated"),
-    # LM Studio answers 200 and drops the call: its log line and UI message never reach a
-    # client as a body; read as one, they are no stream, as before.
+    # LM Studio answers 200 and drops the call on Chat Completions; its words (its
+    # ``/v1/responses`` answers them as a 500: lmstudio-bug-tracker#2224) are known now
+    # (``lmstudio/tool-call``, adapters/parser_wordings.py). Its log line, 526 bytes handed over
+    # as a body with no status, is read only as far as a body that is no stream is (its head):
+    # no stream, as before; the UI message, read whole, is the model's broken call.
     "pe-lmstudio-942-gptoss-unexpected-end": ("not_a_stream", None),
-    "pe-lmstudio-js-493-gptoss-expected-message": ("not_a_stream", None),
+    "pe-lmstudio-js-493-gptoss-expected-message": (CALL, "server_could_not_parse"),
     # Only the exception's class name is known: not a body toolwire knows.
     "pe-vllm-32638-multi-call-extra-data-400": ("http_status", None),
     "rh-llamacpp-25510-args-open-brace": (HISTORY, None),
@@ -349,9 +352,19 @@ def test_unknown_bodies_stay_what_they_were(text: str, status: int) -> None:
         "error parsing tool call",
         "failed to parse JSON",
         "Failed to parse input at pos",
-        "Failed to parse tool call arguments",
+        "Failed to parse tool call",
         "message header",
         "line ",
+        "does not match the expected",
+        "invalid character",
+        "unexpected end of JSON input",
+        "unexpected EOF",
+        "failed to parse",
+        "incomplete GLM tool call",
+        "parse Glimmer call",
+        "json: cannot unmarshal",
+        "expected element type",
+        "XML syntax error",
     )
     if any(word in text for word in known):
         return
