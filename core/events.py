@@ -49,6 +49,7 @@ __all__ = [
     "ReasoningDelta",
     "ResponseInfo",
     "ServerParse",
+    "ServerParseAbout",
     "StopCondition",
     "StopReason",
     "StreamEnd",
@@ -123,14 +124,20 @@ ArgumentsForm = Literal["string", "object"]
 CutBy = Literal["token_limit", "unknown", "disconnected", "error"]
 
 #: Why a call's text cannot be trusted as complete, apart from being cut: a piece of the stream
-#: that may have held part of it could not be read (``lost_fragment``), or it passed the size
-#: limit while streaming and was no longer buffered (``too_large``).
-Damage = Literal["lost_fragment", "too_large"]
+#: that may have held part of it could not be read (``lost_fragment``), it passed the size
+#: limit while streaming and was no longer buffered (``too_large``), or it was read from the
+#: model's markup in the text, whose wrapper is complete but whose JSON does not balance
+#: inside it, so which text is its arguments is not certain (``unbalanced``;
+#: ``arguments_raw`` is then the call as written).
+Damage = Literal["lost_fragment", "too_large", "unbalanced"]
 
 #: What the error of a server whose tool parser failed quoted of the call: its ``arguments``
 #: only (Ollama's harmony error: no name), the model's ``output`` from some position on in the
 #: model's own markup (llama-server's ``Failed to parse input at pos N: ...``), or ``nothing``.
 QuotedForm = Literal["arguments", "output", "nothing"]
+
+#: What a server's tool-parser error says it could not parse (:class:`ServerParse`).
+ServerParseAbout = Literal["tool_call", "output"]
 
 #: The structural signal that closed a tool call.
 ClosedBy = Literal["next_call", "call_end", "finish", "end_of_stream"]
@@ -169,6 +176,10 @@ class ServerParse(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     server: str
     error: str
     quoted: QuotedForm = "arguments"
+    #: What the server's words say it could not parse: the model's ``tool_call``, or its
+    #: ``output`` as a whole (llama.cpp's ``does not match the expected peg-native format``:
+    #: a call may be in it, or not).
+    about: ServerParseAbout = "tool_call"
 
 
 class ResponseInfo(Event, frozen=True, tag="response.info"):

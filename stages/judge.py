@@ -7,6 +7,15 @@ complete event inside, as ``call``). Every other event passes through untouched.
 A call cut off at the token limit whose text happens to parse is rejected as ``truncated`` by
 default (its last value may be short, a field may be missing); ``truncated_calls="allow"`` lets
 it run, still marked ``truncated``. That choice is the caller's, so it is an option here.
+
+One answer for one text (issue 28): the adapter decides the turn's ``Finish`` from cheap facts
+(``core/jsonscan.py``) before any call is judged; the judge reads each call's text whole and
+may know more. When the judge finds a call cut (``truncated``) that the stream had not marked
+cut, the turn is cut too: the ``Finish`` that follows gets ``arguments_unterminated`` with
+``cut_by="unknown"`` (all that is known), as the adapters do for a call whose text visibly
+stops. And a call read from the model's markup whose family's end marker closed it was not cut
+whatever its text: arguments that end inside a value there are ``not_json`` (a closing bracket
+or quote is missing), not ``truncated``.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import msgspec
 from ..core.errors import ConfigurationError
 from ..core.events import (
     Event,
+    Finish,
     ToolCallComplete,
     ToolCallReady,
     ToolCallRejected,
@@ -100,7 +110,9 @@ class JudgeStage(SyncStage):
             call_id=call.call_id,
         )
         if verdict.outcome == "rejected":
-            if verdict.reason == "truncated":
+            if verdict.reason == "truncated" and _closed_by_its_markup(call):
+                verdict = _unterminated_in_markup(verdict, call)
+            elif verdict.reason == "truncated":
                 # The judge saw only the text; the stream knows what cut it: say that.
                 verdict = _with_cut_message(verdict, call)
             return ToolCallRejected(call=call, verdict=verdict)
@@ -109,6 +121,24 @@ class JudgeStage(SyncStage):
         if verdict.outcome == "repaired":
             return ToolCallRepaired(call=call, verdict=verdict)
         return ToolCallReady(call=call, verdict=verdict)
+
+
+def _found_cut(event: Event) -> bool:
+    """The judged call's verdict says its text was cut."""
+    verdict = getattr(event, "verdict", None)
+    return isinstance(verdict, Verdict) and verdict.truncated
+
+
+def _finish_cut(finish: Finish) -> Finish:
+    """``finish``, cut: a call's text stops inside a value, and nothing else shows why."""
+    if finish.truncated:
+        return finish
+    return msgspec.structs.replace(
+        finish,
+        truncated=True,
+        evidence=(*finish.evidence, "arguments_unterminated"),
+        cut_by="unknown",
+    )
 
 
 def _damaged(call: ToolCallComplete) -> Event:
@@ -146,6 +176,25 @@ def _as_truncated(verdict: Verdict, call: ToolCallComplete) -> Verdict:
     return _with_cut_message(rejected, call)
 
 
+def _closed_by_its_markup(call: ToolCallComplete) -> bool:
+    """A call read from the model's markup whose family's end marker came after it (Kimi's
+    ``<|tool_call_end|>``, harmony's ``<|call|>``...): its text was not cut."""
+    return call.origin == "text" and call.closed_by == "call_end" and not call.truncated
+
+
+def _unterminated_in_markup(verdict: Verdict, call: ToolCallComplete) -> Verdict:
+    """``not_json`` for arguments that end inside a value before their markup's end marker."""
+    detail = (
+        f"{verdict.detail}, yet the call's markup was closed after them: a closing bracket or "
+        "quote is missing"
+    )
+    rejected = msgspec.structs.replace(
+        verdict, reason="not_json", detail=detail, truncated=False, message=None
+    )
+    message = render_message(rejected, tool=call.name, raw=call.arguments_raw, call_id=call.call_id)
+    return msgspec.structs.replace(rejected, message=message)
+
+
 def _with_cut_message(verdict: Verdict, call: ToolCallComplete) -> Verdict:
     message = render_message(
         verdict,
@@ -159,11 +208,14 @@ def _with_cut_message(verdict: Verdict, call: ToolCallComplete) -> Verdict:
 
 
 class _JudgeStep:
-    __slots__ = ("_limit", "_stage")
+    __slots__ = ("_cut_unseen", "_limit", "_stage")
 
     def __init__(self, stage: JudgeStage) -> None:
         self._stage = stage
         self._limit = stage.offload_above
+        #: A call the judge found cut that the stream had not marked cut: the ``Finish`` must
+        #: say the turn was cut (see the module docstring).
+        self._cut_unseen = False
 
     def is_heavy(self, event: Event) -> bool:
         """A call this large is judged in a worker thread (see ``JudgeStage.offload_above``)."""
@@ -176,7 +228,7 @@ class _JudgeStep:
     def feed_batch(self, events: list[Event]) -> list[Event]:
         """:meth:`feed` for a batch: one with no complete call (text, argument pieces: most of
         a stream) passes as it is, after one look at its event types."""
-        if ToolCallComplete not in map(type, events):
+        if not self._cut_unseen and ToolCallComplete not in map(type, events):
             return events
         out: list[Event] = []
         for event in events:
@@ -186,8 +238,15 @@ class _JudgeStep:
     def feed(self, event: Event) -> Iterable[Event]:
         if type(event) is ToolCallComplete:
             if event.server_parse is not None:
-                return self._stage.judge_all(event)
-            return (self._stage.judge(event),)
+                judged = self._stage.judge_all(event)
+            else:
+                judged = [self._stage.judge(event)]
+            if not event.truncated and any(map(_found_cut, judged)):
+                self._cut_unseen = True
+            return judged
+        if type(event) is Finish and self._cut_unseen:
+            self._cut_unseen = False
+            return (_finish_cut(event),)
         return (event,)
 
     def finish(self) -> Iterable[Event]:

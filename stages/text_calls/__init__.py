@@ -1,7 +1,9 @@
 """Calls left in the text: the model's own tool-call markup, read where the server did not.
 
-One small reader per family (one module each), a registry of them, the scanner that decides
-where markup may stand, and the stage. ``docs/text-calls.md`` says exactly what counts and why.
+One small reader per family with a grammar of its own (one module each), one row of data per
+family that differs from others only in its markers (``families.py``, read by ``wrapped.py``),
+a registry of them, the scanner that decides where markup may stand, and the stage.
+``docs/text-calls.md`` says exactly what counts and why.
 """
 
 from ._reading import NEED_MORE as NEED_MORE

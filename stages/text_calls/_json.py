@@ -13,6 +13,7 @@ import re
 
 import msgspec
 
+from ...judge import parse_arguments
 from ._reading import (
     NEED_MORE,
     Found,
@@ -177,8 +178,16 @@ def read_call_object(
     span = spans[keys[0]]
     arguments = text[span[0] : span[1]]
     if not wrapped and not cut and not arguments.startswith("{"):
-        return None  # a whole reply whose "arguments" are not an object is some other JSON
+        if not (arguments.startswith('"') and _string_holding_an_object(arguments, name)):
+            return None  # a whole reply whose "arguments" are not an object is some other JSON
     return TextCall(name, arguments, cut=cut), end
+
+
+def _string_holding_an_object(arguments: str, name: str) -> bool:
+    """``"arguments": "{\\"a\\": 1}"``: a JSON string holding one object, by the judge's own
+    rule for structured calls (its ``double_encoded`` reading), asked of the judge itself."""
+    verdict = parse_arguments(arguments, tool=name)
+    return verdict.may_run and "double_encoded" in verdict.repairs
 
 
 def read_call_list(

@@ -45,6 +45,10 @@ class TextCall(msgspec.Struct, frozen=True, gc=False):
     arguments: str
     #: The text ended inside this call: it is truncated and never runs.
     cut: bool = False
+    #: Its family's markup is complete but its JSON does not balance inside it (closing
+    #: brackets missing, ``_unbalanced``): ``arguments`` is the call as written, and it is
+    #: rejected, never run, never completed.
+    unbalanced: bool = False
 
 
 class Found(msgspec.Struct, frozen=True, gc=False):
@@ -117,8 +121,10 @@ class TextCallReader(abc.ABC):
     ``openers`` are the literal markers where the family's markup may start; the stage looks
     for them outside code fences, inline code and ``<think>`` blocks. A reader with
     ``whole_reply = True`` instead reads the reply as a whole, from its first character: its
-    :class:`Found` must be ``tail_only``. ``read`` must be linear in the text it reads and
-    must answer only what more text cannot change (:data:`NEED_MORE` otherwise).
+    :class:`Found` is ``tail_only`` (the reply must be nothing but calls), unless the markup
+    is special tokens prose never holds (harmony's header right after the prompt). ``read``
+    must be linear in the text it reads and must answer only what more text cannot change
+    (:data:`NEED_MORE` otherwise).
     """
 
     #: The family's name, as ``text_calls=[...]`` names it.
@@ -127,6 +133,11 @@ class TextCallReader(abc.ABC):
     openers: ClassVar[tuple[str, ...]] = ()
     #: Read only a reply that is wholly the family's markup (bare JSON, ``[f(x=1)]``...).
     whole_reply: ClassVar[bool] = False
+    #: The family's end-of-turn tokens (``<|im_end|>``, ``<|eot_id|>``...): stop tokens, so a
+    #: server usually swallows them, but one that does not stop on them leaves them as text.
+    #: Written right after a block (blanks between allowed), one is part of the block's markup,
+    #: not text after it (``_scanner``). Data, so that a family spec only lists its own.
+    end_tokens: ClassVar[tuple[str, ...]] = ()
 
     @abc.abstractmethod
     def read(self, text: str, start: int, context: ReadContext) -> ReadResult:

@@ -6,9 +6,13 @@ after it may still become part of a call and is held. Ordinary text is everythin
 family's markup, and markup is looked for only where it can be a call:
 
 - not inside a code fence (```` ``` ```` at a line start, up to the closing fence), inline code
-  (a backtick up to the next one or the line's end) or a ``<think>`` block (drafts, verl#4757);
+  (a backtick up to the next one or the line's end) or reasoning (``<think>``, ``[THINK]``...:
+  every wrapper of ``reasoning.py``; a call there is a draft, verl#4757). A closer with no
+  opener before it ends reasoning the prompt opened: the blocks found before it are drafts,
+  reported in :attr:`Scanned.releases`. After an implicit end (``reasoning.py``) blocks count
+  only at the tail;
 - whole-reply readers only at the reply's first non-blank character (after a leading
-  ``<think>`` block, when the reply opens with one);
+  reasoning block, when the reply opens with one, or after a closer with no opener);
 - a ``tail_only`` block only when nothing but blanks and other blocks follow it to the end.
 
 The scan is linear: openers are found by one compiled alternation, each reader reads from its
@@ -24,11 +28,12 @@ from collections.abc import Sequence
 import msgspec
 
 from ._reading import NEED_MORE, Found, ReadContext, Skip, TextCallReader, _NeedMore, skip_blanks
+from .reasoning import REASONING
 
 __all__ = ["ReaderTable", "ScanState", "scan"]
 
 TEXT, FENCE, CODE, THINK = 0, 1, 2, 3
-_FENCE, _TICK, _THINK, _THINK_END = "```", "`", "<think>", "</think>"
+_FENCE, _TICK = "```", "`"
 _FENCE_CLOSE = re.compile(r"\n[ \t]*```")
 _CODE_END = re.compile(r"`+|\n")
 _TICKS = re.compile(r"`+")
@@ -45,8 +50,14 @@ class ScanState(msgspec.Struct, frozen=True, gc=False):
     reply_pending: bool = True
     #: The held text starts a line (a fence may open there).
     line_start: bool = True
-    #: The reply starts again after the ``<think>`` block being read.
+    #: The reply starts again after the reasoning block being read.
     reply_after_think: bool = False
+    #: In ``THINK`` mode, the reasoning wrapper open (its index in ``REASONING_WRAPPERS``;
+    #: 0 is ``<think>``).
+    wrapper: int = 0
+    #: An implicit end closed the reasoning: blocks count only at the tail, and a closer that
+    #: comes later makes them drafts (``reasoning.py``).
+    ended_early: bool = False
 
 
 class ReaderTable:
@@ -59,6 +70,7 @@ class ReaderTable:
         "longest",
         "pattern",
         "prefixes",
+        "shorter",
         "whole",
     )
 
@@ -69,7 +81,7 @@ class ReaderTable:
                 by_opener.setdefault(opener, []).append(reader)
         self.by_opener = {key: tuple(value) for key, value in by_opener.items()}
         self.whole = tuple(reader for reader in readers if reader.whole_reply)
-        tokens = {*by_opener, _FENCE, _TICK, _THINK}
+        tokens = {*by_opener, _FENCE, _TICK, *REASONING.tokens}
         ordered = sorted(tokens, key=lambda token: (-len(token), token))
         self.pattern = re.compile("|".join(re.escape(token) for token in ordered))
         #: The characters that may start a token: text without any is ordinary at once.
@@ -80,6 +92,13 @@ class ReaderTable:
         self.extendable = frozenset(
             token for token in tokens if any(o != token and o.startswith(token) for o in tokens)
         )
+        #: A reasoning opener -> the longest reader opener it starts with (harmony's
+        #: ``<|channel|>``), read there when the opener opens nothing (``not_after``).
+        self.shorter = {
+            opener: max(starts, key=len)
+            for opener in REASONING.openers
+            if (starts := [token for token in by_opener if opener.startswith(token)])
+        }
 
     @property
     def empty(self) -> bool:
@@ -96,16 +115,39 @@ class ReaderTable:
         return length
 
 
-def _think_end_tail(text: str, start: int) -> int:
-    """Where a possible ``</think>`` begins at the end of ``text``."""
-    for index in range(max(start, len(text) - len(_THINK_END) + 1), len(text)):
-        if _THINK_END.startswith(text[index:]):
-            return index
-    return len(text)
-
-
 def _line_start(text: str, index: int, state: ScanState) -> bool:
     return text[index - 1] == "\n" if index else state.line_start
+
+
+def with_end_tokens(
+    reader: TextCallReader, found: Found, text: str, final: bool
+) -> Found | _NeedMore:
+    """``found`` with the family's end-of-turn tokens written right after it (blanks between
+    allowed) taken into its markup; :data:`NEED_MORE` while the text may still grow into one.
+
+    A server that does not stop on the token leaves it as text (``<|im_end|>`` after a
+    ``</tool_call>``): it ends the turn, so it is no text after the block, and the block was
+    ended by the model (``closed``), not cut.
+    """
+    found = msgspec.structs.replace(found, family=reader.family)
+    tokens = reader.end_tokens
+    if not tokens:
+        return found
+    end = found.end
+    while True:
+        at = skip_blanks(text, end)
+        if at >= len(text):
+            return found if final else NEED_MORE
+        token = next((token for token in tokens if text.startswith(token, at)), None)
+        if token is None:
+            break
+        end = at + len(token)
+        # The model ended its turn there: the block was not cut, whatever ended the stream.
+        found = msgspec.structs.replace(found, end=end, closed=True)
+    rest = text[at:]
+    if not final and any(len(rest) < len(token) and token.startswith(rest) for token in tokens):
+        return NEED_MORE
+    return found
 
 
 def _read_at(
@@ -115,7 +157,7 @@ def _read_at(
     for reader in table.by_opener.get(token, ()):
         result = reader.read(text, at, context)
         if isinstance(result, Found):
-            return msgspec.structs.replace(result, family=reader.family)
+            return with_end_tokens(reader, result, text, context.final)
         if result is NEED_MORE:
             waiting = True
         elif isinstance(result, Skip) and not waiting:
@@ -146,6 +188,9 @@ class Scanned(msgspec.Struct, frozen=True, gc=False):
     decided: int
     blocks: tuple[Found, ...]
     state: ScanState
+    #: Where closers with no opener before them stand: every block before one (found in this
+    #: scan or earlier) was drafted in reasoning and is text after all.
+    releases: tuple[int, ...] = ()
 
 
 def scan(table: ReaderTable, text: str, state: ScanState, context: ReadContext) -> Scanned:
@@ -155,38 +200,84 @@ def scan(table: ReaderTable, text: str, state: ScanState, context: ReadContext) 
     mode = state.mode
     reply_pending = state.reply_pending
     reply_after_think = state.reply_after_think
+    wrapper = state.wrapper
+    ended_early = state.ended_early
+    releases: list[int] = []
     accepted: list[Found] = []
+    #: Blocks one after the other (blanks between), the last one read; held until what
+    #: follows them is known.
     chain: list[Found] = []
     chain_state = state
+    #: ``chain[0]`` is a whole reply: it counts only when nothing but blocks follows it.
+    chain_whole = False
+    #: Every block from the first tail-only block that prose followed: they count together
+    #: or not at all, decided at the reply's end (``docs/text-calls.md``, "Several calls").
+    pending: list[Found] = []
+    pending_state = state
     position = 0
 
+    def held(start: int, at_state: ScanState) -> Scanned:
+        if pending:
+            return Scanned(pending[0].start, tuple(accepted), pending_state, tuple(releases))
+        return Scanned(start, tuple(accepted), at_state, tuple(releases))
+
     def stop(decided: int, at_state: ScanState | None = None) -> Scanned:
+        if pending:
+            if not final:
+                return Scanned(pending[0].start, tuple(accepted), pending_state, tuple(releases))
+            # The reply ends in prose: the blocks that count only at the tail are text.
+            accepted.extend(found for found in pending if not found.tail_only)
+            pending.clear()
         if at_state is None:
             at_state = ScanState(
                 mode=mode,
                 reply_pending=reply_pending,
                 line_start=_line_start(text, decided, state),
                 reply_after_think=reply_after_think,
+                wrapper=wrapper,
+                ended_early=ended_early,
             )
-        return Scanned(decided, tuple(accepted), at_state)
+        return Scanned(decided, tuple(accepted), at_state, tuple(releases))
 
     while True:
         if chain:
             after = skip_blanks(text, position)
             if after >= length:
                 if final:
+                    # The reply ends in a block: every block it holds counts, prose between
+                    # them or not.
+                    accepted.extend(pending)
+                    pending.clear()
                     accepted.extend(chain)
                     return stop(length)
-                return Scanned(chain[0].start, tuple(accepted), chain_state)
+                return held(chain[0].start, chain_state)
             block = _block_at(table, text, after, context)
             if block is NEED_MORE:
-                return Scanned(chain[0].start, tuple(accepted), chain_state)
+                return held(chain[0].start, chain_state)
             if isinstance(block, Found):
+                if ended_early:
+                    block = msgspec.structs.replace(block, tail_only=True)
                 chain.append(block)
                 position = block.end
                 continue
-            # Prose follows: the blocks that count only at the tail are text after all.
-            accepted.extend(found for found in chain if not found.tail_only)
+            # Prose follows the chain.
+            if chain_whole:  # not a whole reply after all: that block is text
+                chain, chain_whole = chain[1:], False
+                if chain:
+                    chain_state = ScanState(
+                        reply_pending=False, line_start=_line_start(text, chain[0].start, state)
+                    )
+            if ended_early:
+                pass  # after an implicit end, blocks that prose follows are text
+            elif pending:
+                pending.extend(chain)
+            elif any(found.tail_only for found in chain):
+                # A block that counts only at the tail, then prose: it and every later block
+                # wait for the reply's end (all count if the reply ends in a block, else none).
+                pending.extend(chain)
+                pending_state = chain_state
+            else:
+                accepted.extend(chain)
             chain = []
             position = after
         if mode == TEXT:
@@ -194,27 +285,35 @@ def scan(table: ReaderTable, text: str, state: ScanState, context: ReadContext) 
                 start = skip_blanks(text, position)
                 if start >= length:
                     return stop(length if final else position)
-                if text.startswith(_THINK, start):
-                    mode, reply_after_think, position = THINK, True, start + len(_THINK)
+                opener = table.pattern.match(text, start)
+                opened = REASONING.opens(opener.group(), text, start) if opener else None
+                if opener is not None and opened is not None:
+                    mode, wrapper, reply_after_think = THINK, opened, True
+                    position = opener.end()
                     continue
                 waiting = False
                 found: Found | None = None
                 for reader in table.whole:
                     result = reader.read(text, start, context)
                     if isinstance(result, Found):
-                        found = msgspec.structs.replace(result, family=reader.family)
+                        result = with_end_tokens(reader, result, text, final)
+                    if isinstance(result, Found):
+                        found = result
                         break
                     waiting = waiting or result is NEED_MORE
                 if found is None and waiting:
                     return stop(start)
-                if found is None and not final and _THINK.startswith(text[start:]):
+                if found is None and not final and REASONING.may_open(text, start):
                     return stop(start)
                 chain_state = ScanState(
                     reply_pending=True, line_start=_line_start(text, start, state)
                 )
                 reply_pending = False
                 if found is not None:
-                    chain = [found]
+                    if found.tail_only:
+                        chain, chain_whole = [found], True
+                    else:  # special tokens prose never holds (harmony's recipient first)
+                        accepted.append(found)
                     position = found.end
                     continue
                 position = start
@@ -222,8 +321,15 @@ def scan(table: ReaderTable, text: str, state: ScanState, context: ReadContext) 
             if match is None:
                 return stop(length if final else table.held_tail(text, position))
             token, at = match.group(), match.start()
-            if not final and match.end() == length and token in table.extendable:
-                return stop(at)  # the token may still grow into a longer one
+            if (
+                not final
+                and token in table.extendable
+                and length - at < table.longest
+                and text[at:] in table.prefixes
+            ):
+                # The token may still grow into a longer one (```` ```t ```` into
+                # ```` ```tool_code ````, ``<|channel|>analys`` into harmony's reasoning).
+                return stop(at)
             if token == _TICK:
                 # Inline code (one or two backticks: three would be the fence token), the
                 # commonest token of markdown: stepped over in one match when its end is here,
@@ -242,16 +348,40 @@ def scan(table: ReaderTable, text: str, state: ScanState, context: ReadContext) 
                 fence = run.end() - at >= len(_FENCE) and _line_start(text, at, state)
                 mode, position = (FENCE if fence else CODE), run.end()
                 continue
-            if token == _THINK:
-                mode, position = THINK, match.end()
-                continue
+            if token in REASONING.tokens:
+                opened = REASONING.opens(token, text, at)
+                if opened is not None:
+                    mode, wrapper, position = THINK, opened, match.end()
+                    continue
+                if token in REASONING.closers:
+                    if ended_early:
+                        # The reasoning an implicit end closed early closes here after all:
+                        # the blocks read since were held as tail-only, so prose (this closer)
+                        # made them text; the blocks before its opener stand.
+                        reply_pending = reply_after_think
+                    else:
+                        # No opener before it: the prompt opened this reasoning, so every
+                        # block before it is a draft, and the reply starts after it.
+                        releases.append(at)
+                        pending.clear()
+                        reply_pending = True
+                    reply_after_think = ended_early = False
+                    position = match.end()
+                    continue
+                token = table.shorter.get(token, token)
             result = _read_at(table, text, at, token, context)
             if result is NEED_MORE:
                 return stop(at)
             if isinstance(result, Found):
-                if result.tail_only:
-                    chain = [result]
-                    chain_state = ScanState(line_start=_line_start(text, at, state))
+                if ended_early:
+                    result = msgspec.structs.replace(result, tail_only=True)
+                if result.tail_only or pending:
+                    chain, chain_whole = [result], False
+                    chain_state = ScanState(
+                        line_start=_line_start(text, at, state),
+                        reply_after_think=reply_after_think,
+                        ended_early=ended_early,
+                    )
                 else:
                     accepted.append(result)
                 position = result.end
@@ -277,10 +407,29 @@ def scan(table: ReaderTable, text: str, state: ScanState, context: ReadContext) 
             if end is None:
                 return stop(length)
             mode, position = TEXT, end.end()
-        else:  # THINK
-            close_at = text.find(_THINK_END, position)
-            if close_at < 0:
-                return stop(length if final else _think_end_tail(text, position))
-            mode, position = TEXT, close_at + len(_THINK_END)
-            if reply_after_think:
-                reply_pending, reply_after_think = True, False
+        else:  # THINK: reasoning, up to where its wrapper ends it
+            closing = REASONING.end(wrapper, text, position, final)
+            if isinstance(closing, int):
+                return stop(closing)  # never closed (yet): all of it is reasoning
+            if not closing.implicit:
+                mode, position = TEXT, closing.end
+                if reply_after_think:
+                    reply_pending, reply_after_think = True, False
+                continue
+            # An implicit end: where a reader's opener stands, only a block it reads ends the
+            # reasoning (a mention of ``<tool_call>`` in a thought does not).
+            marker = text[closing.start : closing.end]
+            result = (
+                _read_at(table, text, closing.start, marker, context)
+                if marker in table.by_opener
+                else None
+            )
+            if result is NEED_MORE:
+                return stop(closing.start)
+            if marker in table.by_opener and not isinstance(result, Found):
+                # Still reasoning; what a reader stepped over (one JSON value) is not looked at
+                # again, so that hostile reasoning costs linear time.
+                resume = result.resume if isinstance(result, Skip) else 0
+                position = max(resume, closing.end)
+                continue
+            mode, position, ended_early = TEXT, closing.start, True

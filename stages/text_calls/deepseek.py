@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from ._names import TOOL_NAME_PATTERN
 from ._reading import ReadContext, ReadResult, TextCallReader
 from .kimi import read_token_section
 
@@ -24,7 +25,7 @@ def deepseek_token(name: str) -> str:
 
 
 _SEP = deepseek_token("tool_sep")
-_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+_NAME = TOOL_NAME_PATTERN
 _FENCED = re.compile(r"\n?```(?:json)?[ \t]*\n(.*?)\n?```\s*", re.DOTALL)
 _FENCE_START = re.compile(r"\n?```(?:json)?[ \t]*\n")
 
@@ -57,6 +58,8 @@ class DeepSeekReader(TextCallReader):
 
     family = "deepseek"
     openers = (deepseek_token("tool_calls_begin"),)
+    #: deepseek-ai-DeepSeek-V3.1.jinja writes its end-of-sentence token right after the calls.
+    end_tokens = (deepseek_token("end_of_sentence"),)
 
     def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
         """The whole section, every call in it."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ._names import TOOL_NAME, TOOL_NAME_PATTERN
 from ._reading import (
     NEED_MORE,
     Found,
@@ -25,7 +26,7 @@ from ._reading import (
 
 __all__ = ["FunctionGemmaReader", "Gemma4Reader"]
 
-_NAME = re.compile(r"call:([A-Za-z_][\w.\-]*)(?=\{)")
+_NAME = re.compile(rf"call:({TOOL_NAME})(?=\{{)")
 
 
 def _read_wrapped(
@@ -46,7 +47,7 @@ def _read_wrapped(
             and len(rest) < 80
             and (
                 "call:".startswith(rest[:5])
-                and (len(rest) < 5 or rest[5:].isidentifier() or not rest[5:])
+                and (len(rest) <= 5 or TOOL_NAME_PATTERN.fullmatch(rest, 5) is not None)
             )
         ):
             return NEED_MORE
@@ -73,6 +74,8 @@ class Gemma4Reader(TextCallReader):
 
     family = "gemma4"
     openers = ("<|tool_call>",)
+    #: google-gemma-4-31B-it.jinja ends a turn with ``<turn|>``.
+    end_tokens = ("<turn|>",)
 
     def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
         """One call between the two tokens."""
@@ -84,6 +87,8 @@ class FunctionGemmaReader(TextCallReader):
 
     family = "functiongemma"
     openers = ("<start_function_call>",)
+    #: Gemma's end of turn (google-gemma-2-2b-it.jinja), FunctionGemma's as well.
+    end_tokens = ("<end_of_turn>",)
 
     def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
         """One call between the two tokens."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from ._json import json_arguments_block
+from ._names import TOOL_NAME_PATTERN
 from ._reading import (
     NEED_MORE,
     Found,
@@ -30,7 +31,7 @@ from ._values import arguments_json
 
 __all__ = ["GlmMarkerlessReader", "GlmReader"]
 
-_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+_NAME = TOOL_NAME_PATTERN
 _PAIR = re.compile(
     r"<arg_key>\s*([^<]*?)\s*</arg_key>\s*<arg_value>(.*?)</arg_value>\s*", re.DOTALL
 )
@@ -42,6 +43,10 @@ class GlmReader(TextCallReader):
 
     family = "glm"
     openers = ("<tool_call>",)
+    #: GLM-4.5 to 4.7 stop on the next role's token: ``<|observation|>`` (a tool's turn,
+    #: GLM-4.6.jinja), ``<|user|>``, or ``<|endoftext|>``; Ling 3.0 writes the same calls and
+    #: ends its turn with ``<|role_end|>`` (inclusionai-ling-3.0-flash.jinja).
+    end_tokens = ("<|observation|>", "<|user|>", "<|endoftext|>", "<|role_end|>")
 
     def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
         """One call."""
@@ -92,6 +97,7 @@ class GlmMarkerlessReader(TextCallReader):
 
     family = "glm-markerless"
     whole_reply = True
+    end_tokens = ("<|observation|>", "<|user|>", "<|endoftext|>")
 
     def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
         """The reply from its first non-blank character."""

@@ -1,17 +1,36 @@
-"""gpt-oss harmony: a commentary message from the assistant addressed to a function::
+"""gpt-oss harmony: a message from the assistant addressed to a function.
+
+The format (openai/harmony ``docs/format.md``; llama.cpp
+``models/templates/openai-gpt-oss-120b.jinja``)::
 
     <|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>
     {...}<|call|>
 
-(on one line). gpt-oss also writes a call on the ``analysis`` channel
-(``<|channel|>analysis to=functions.NAME code<|message|>{...}<|call|>``, vllm-mlx#562,
-omlx#2216); with its recipient and its ``<|call|>`` it is a call there too. An analysis message
-with no recipient is reasoning, and stays text.
+(on one line). "The recipient might be defined in the role or channel section of the
+header" (the format's own words; the template writes ``<|start|>assistant
+to=functions.NAME<|channel|>commentary json<|message|>``), ``<|constrain|>`` may be glued to
+the recipient, and gpt-oss also addresses functions on the ``analysis`` channel (vllm-mlx#562,
+omlx#2216). The header is read as harmony's own parser reads it (openai/harmony
+``src/encoding.rs``): the channel is the word after ``<|channel|>``, the recipient the ``to=``
+word, so a name is anything up to a blank or a token (``functions.Calendar.create_event``,
+``functions.mcp__fs__read-file``); only the ``functions.`` namespace holds offered tools.
 
-The recipient may stand before the channel (``assistant to=functions.NAME<|channel|>...``).
-Only a message that ends with ``<|call|>`` is a call: one that ends with ``<|end|>`` is not
-(Ollama's fixture), and a message *from* ``functions.NAME`` is a (made-up) result. A message
-with no recipient names no tool (trtllm#9256) and stays text.
+**The stream as servers send it.** ``<|call|>`` is a stop token: llama-server ends the
+generation on it and never sends it, and the generation prompt ends with ``<|start|>assistant``,
+so the reply starts right after it, with the channel (``<|channel|>commentary to=...``) or
+with the recipient (`` to=functions.NAME<|channel|>commentary json<|message|>{...}``,
+llama.cpp#15181). So a message's body ends at the first harmony token or at the end of the text:
+
+- ``<|call|>`` (the family's end token): a call, its body handed to the judge;
+- ``<|end|>`` / ``<|return|>``: an ordinary message, no call (Ollama's fixture);
+- the next message, or the end of the text: a call when the body is one complete JSON value
+  (llama.cpp's parser reads exactly that); cut when it stops inside one; no call otherwise
+  (an empty or prose body addressed to a function is nothing to run).
+
+A message with no recipient names no tool (trtllm#9256) and is no call; a message *from*
+``functions.NAME`` is a (made-up) result. A body ended by no token is not ``closed``: when the
+output-token limit ended the turn, the stage counts it cut like any call the limit may have
+ended (``docs/text-calls.md``).
 
 Some servers drop the special tokens in detokenization and leave
 ``commentary to=functions.NAME json{...}`` (rapid-mlx#480); that shape counts only as the whole
@@ -21,8 +40,10 @@ reply.
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
-from ._json import json_arguments_block
+from ._json import json_arguments_block, value_end
+from ._names import TOOL_NAME
 from ._reading import (
     NEED_MORE,
     Found,
@@ -31,65 +52,131 @@ from ._reading import (
     Skip,
     TextCall,
     TextCallReader,
+    skip_blanks,
 )
 
-__all__ = ["HarmonyReader", "StrippedHarmonyReader"]
+__all__ = ["HarmonyReader", "RecipientFirstHarmonyReader", "StrippedHarmonyReader"]
 
+_START = "<|start|>"
+_CHANNEL = "<|channel|>"
 _MESSAGE = "<|message|>"
 #: The channels a call is written on: ``commentary``, as the format says, and ``analysis``,
-#: where gpt-oss also addresses functions (vllm-mlx#562, omlx#2216): the recipient and the
-#: ``<|call|>`` that ends the message make it a call on either.
-_CALL_CHANNELS = ("commentary", "analysis")
-_CALL = "<|call|>"
-_RECIPIENT = re.compile(r"(?:^|\s)to=functions\.([A-Za-z_][\w\-]*)(?=\s|<|$)")
+#: where gpt-oss also addresses functions (vllm-mlx#562, omlx#2216).
+_CALL_CHANNELS = frozenset({"commentary", "analysis"})
+#: The namespace of the developer's functions in a recipient (``to=functions.NAME``).
+_NAMESPACE = "functions."
 _HEADER_LIMIT = 512
-_BODY_END = re.compile(r"<\|(?:call|end|return)\|>")
+#: A header ends at ``<|message|>``; one of these before it means it is no header of a message
+#: still being written (its message ended, or another began).
+_NOT_IN_HEADER = re.compile(r"<\|(?:start|end|call|return)\|>")
+#: Every harmony token: a body ends at the first one.
+_TOKEN = re.compile(r"<\|(?:call|end|return|start|channel|message|constrain)\|>")
+#: A word of the header: harmony splits the header on blanks, a token standing alone.
+_WORD = re.compile(r"<\|[a-z]+\|>|[^\s<]+|<")
 _STRIPPED = re.compile(
-    r"(?:assistant\s*)?(?:commentary\s+)?to=functions\.([A-Za-z_][\w\-]*)\s*(?:<\|constrain\|>)?"
+    rf"(?:assistant\s*)?(?:commentary\s+)?to=functions\.({TOOL_NAME})\s*(?:<\|constrain\|>)?"
     r"\s*(?:json)?\s*(?=\{)"
 )
 
 
+class _Header:
+    """What a header says: its channel and its recipient (``None`` when it has none)."""
+
+    __slots__ = ("channel", "recipient", "role")
+
+    def __init__(self, header: str) -> None:
+        words = _WORD.findall(header)
+        self.role: str | None = None
+        self.channel: str | None = None
+        self.recipient: str | None = None
+        index = 0
+        if words[:1] == [_START]:
+            self.role = words[1] if len(words) > 1 else ""
+            index = 2
+        while index < len(words):
+            word = words[index]
+            if word == _CHANNEL and self.channel is None and index + 1 < len(words):
+                self.channel = words[index + 1]
+                index += 1
+            elif word.startswith("to=") and self.recipient is None:
+                self.recipient = word[len("to=") :]
+            index += 1
+
+
 class HarmonyReader(TextCallReader):
-    """One harmony message addressed to ``functions.NAME``, ended by ``<|call|>``."""
+    """One harmony message addressed to ``functions.NAME``, at ``<|start|>`` or ``<|channel|>``."""
 
     family = "harmony"
     openers = ("<|start|>", "<|channel|>")
+    #: ``<|call|>`` ends a call message; a stop token, so servers usually never send it.
+    end_tokens: ClassVar[tuple[str, ...]] = ("<|call|>",)
 
     def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
-        """The message's header, then its body up to ``<|call|>``."""
-        final = context.final
-        body_start = text.find(_MESSAGE, start, start + _HEADER_LIMIT)
-        if body_start < 0:
-            if not final and len(text) - start < _HEADER_LIMIT:
-                return NEED_MORE
-            return None
-        header = text[start:body_start]
-        if "<|end|>" in header or "<|call|>" in header:
-            return None
-        if header.startswith("<|start|>"):
-            author = header[len("<|start|>") :].lstrip()
-            if not author.startswith("assistant"):
-                return None
-        channel = header.find("<|channel|>")
-        if channel < 0 or not header.startswith(_CALL_CHANNELS, channel + len("<|channel|>")):
-            return None
-        recipient = _RECIPIENT.search(header.replace("<|channel|>", " ").replace("<|", " <|"))
-        if recipient is None or not context.offered(recipient.group(1)):
-            return None
-        name = recipient.group(1)
-        inside = body_start + len(_MESSAGE)
-        stop = _BODY_END.search(text, inside)
-        if stop is not None and stop.group() != _CALL:
-            return Skip(stop.end())  # an ordinary message (``<|end|>``): no call
-        end = stop.start() if stop is not None else -1
-        if end < 0:
-            if not final:
-                return NEED_MORE
-            call = TextCall(name, text[inside:].strip(), cut=True)
-            return Found(start, len(text), (call,), closed=False)
-        call = TextCall(name, text[inside:end].strip())
-        return Found(start, end + len(_CALL), (call,))
+        """The message's header, then its body."""
+        return read_message(self, text, start, context)
+
+
+class RecipientFirstHarmonyReader(TextCallReader):
+    """A reply that starts with the recipient: the text right after the generation prompt's
+    ``<|start|>assistant`` (`` to=functions.NAME<|channel|>commentary json<|message|>{...}``)."""
+
+    family = "harmony"
+    whole_reply = True
+    end_tokens: ClassVar[tuple[str, ...]] = ("<|call|>",)
+
+    def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
+        """The reply from its first non-blank character: ``to=`` must open it."""
+        if not text.startswith("to=", start):
+            rest = text[start : start + 3]
+            return NEED_MORE if not context.final and "to=".startswith(rest) else None
+        return read_message(self, text, start, context)
+
+
+def read_message(reader: TextCallReader, text: str, start: int, context: ReadContext) -> ReadResult:
+    """One message from ``start`` (``<|start|>``, ``<|channel|>`` or the recipient)."""
+    final = context.final
+    body_start = text.find(_MESSAGE, start, start + _HEADER_LIMIT)
+    limit = body_start if body_start >= 0 else min(len(text), start + _HEADER_LIMIT)
+    if _NOT_IN_HEADER.search(text, start + 1, limit) is not None:
+        return None  # this header never reaches a message of its own
+    if body_start < 0:
+        if not final and len(text) - start < _HEADER_LIMIT:
+            return NEED_MORE
+        return None
+    inside = body_start + len(_MESSAGE)
+    header = _Header(text[start:body_start])
+    if header.role is not None and header.role.split("<")[0] != "assistant":
+        return Skip(inside)  # a message from another author (a tool's result): no call
+    if header.channel not in _CALL_CHANNELS or header.recipient is None:
+        return None
+    if not header.recipient.startswith(_NAMESPACE):
+        return None  # a built-in tool (browser, python) or the assistant: nothing offered
+    name = header.recipient[len(_NAMESPACE) :]
+    if not context.offered(name):
+        return None
+    stop = _TOKEN.search(text, inside)
+    if stop is not None and stop.group() in reader.end_tokens:
+        return Found(start, stop.end(), (TextCall(name, text[inside : stop.start()].strip()),))
+    if stop is not None and stop.group() in ("<|end|>", "<|return|>"):
+        return Skip(stop.end())  # an ordinary message, not a call
+    if stop is None and not final:
+        return NEED_MORE  # the body may go on, or <|call|> may come
+    # The message ended without its end token: the next message began, or the text ended.
+    body_end = stop.start() if stop is not None else len(text)
+    at = min(skip_blanks(text, inside), body_end)
+    json_body = at < body_end and text[at] in "{["
+    # Only the body is read (a slice): a JSON value never runs past the next message.
+    length = value_end(text[at:body_end], 0) if json_body else None
+    end = at + length if length is not None else None
+    if end is not None and skip_blanks(text, end) >= body_end:
+        return Found(start, end, (TextCall(name, text[at:end]),), closed=False)
+    if stop is None and json_body and end is None:
+        call = TextCall(name, text[at:].rstrip(), cut=True)  # stops inside its JSON
+        return Found(start, len(text), (call,), closed=False)
+    if stop is None and at >= body_end:
+        # The header was written, the body never came: a call cut before its arguments.
+        return Found(start, len(text), (TextCall(name, "", cut=True),), closed=False)
+    return Skip(body_end)  # an empty or prose body, no end token: nothing to run
 
 
 class StrippedHarmonyReader(TextCallReader):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ._names import TOOL_NAME
 from ._reading import (
     NEED_MORE,
     Found,
@@ -41,7 +42,7 @@ _CALL_END = "<|tool_call_end|>"
 #: Reads one call's inside (and whether the text was cut in it) into its name and arguments.
 ReadCall = Callable[[str, bool], tuple[str, str] | None]
 
-_ID = re.compile(r"\s*(?:functions\.)?([A-Za-z_][\w.\-]*?):\d+\s*")
+_ID = re.compile(rf"\s*(?:functions\.)?({TOOL_NAME}):\d+\s*")
 
 
 def read_token_section(
@@ -111,6 +112,8 @@ class KimiReader(TextCallReader):
 
     family = "kimi"
     openers = (_SECTION,)
+    #: moonshotai-Kimi-K2.jinja ends every message with ``<|im_end|>``.
+    end_tokens = ("<|im_end|>",)
 
     def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
         """The whole section, every call in it."""

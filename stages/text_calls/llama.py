@@ -1,20 +1,23 @@
-"""Llama: ``<|python_tag|>`` JSON (3.1-3.3), ``<|python_start|>`` ... ``<|python_end|>`` (4), and
-the custom-tool form ``<function=NAME>{json}</function>`` (3.1's documented format,
-hermes-agent#35129).
+"""Llama: ``<|python_tag|>`` JSON (3.1-3.3) and the custom-tool form
+``<function=NAME>{json}</function>`` (3.1's documented format, hermes-agent#35129); Llama 4's
+``<|python_start|>`` ... ``<|python_end|>`` is a row of ``families.py``.
 
-The special tokens are the family's own markers; what follows must be a call object (or a list,
-or several separated by ``;``). A built-in tool call (``brave_search.call(query=...)``) is not a
-call of an offered function and stays text: scanning its argument for the next ``{`` would run
-whatever object it quotes (unsloth#5620).
+The special tokens are the family's own markers; what follows must be a call object, a list,
+or several: separated by ``;`` (vLLM's llama3_json parser splits on it) or a line feed, or one
+right after the other, as Llama 3.x writes them (issue 28's set held ``;`` and line feeds). A
+built-in tool call (``brave_search.call(query=...)``) is not a call of an offered function and
+stays text: scanning its argument for the next ``{`` would run whatever object it quotes
+(unsloth#5620).
 """
 
 from __future__ import annotations
 
-import re
+from typing import ClassVar
 
 import msgspec
 
-from ._json import list_or_skip, value_end
+from ._json import list_or_skip, read_call_list, value_end
+from ._names import TOOL_NAME_PATTERN
 from ._reading import (
     NEED_MORE,
     Found,
@@ -27,12 +30,13 @@ from ._reading import (
     expect,
     skip_blanks,
 )
-from .hermes import read_json_block
 
-__all__ = ["FunctionTagReader", "PythonStartReader", "PythonTagReader"]
+__all__ = ["END_TOKENS", "FunctionTagReader", "PythonTagReader"]
 
-_END_TOKENS = ("<|eom_id|>", "<|eot_id|>")
-_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+#: Llama's end-of-turn tokens: ``<|eom_id|>`` after a call, ``<|eot_id|>`` (3.1-3.3,
+#: meta-llama-Llama-3.1-8B-Instruct.jinja), ``<|eom|>`` / ``<|eot|>`` (Llama 4).
+END_TOKENS = ("<|eom_id|>", "<|eot_id|>", "<|eom|>", "<|eot|>")
+_NAME = TOOL_NAME_PATTERN
 
 
 def _strict(arguments: str) -> bool:
@@ -44,16 +48,19 @@ def _strict(arguments: str) -> bool:
 
 
 class PythonTagReader(TextCallReader):
-    """``<|python_tag|>{"name": ..., "parameters": {...}}`` (``;`` between several calls)."""
+    """``<|python_tag|>{"name": ..., "parameters": {...}}``, several separated by ``;`` or a
+    line feed, or written one after the other."""
 
     family = "llama"
     openers = ("<|python_tag|>",)
+    end_tokens: ClassVar[tuple[str, ...]] = END_TOKENS
 
     def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
-        """Calls up to the end of their JSON (and an ``<|eom_id|>`` after it, if any)."""
+        """Calls up to the end of their JSON (the scanner takes an ``<|eom_id|>`` after it)."""
         index = skip_blanks(text, start + len("<|python_tag|>"))
         calls: list[TextCall] = []
         end = index
+        separated = False
         while True:
             if index >= len(text):
                 if not context.final:
@@ -65,7 +72,15 @@ class PythonTagReader(TextCallReader):
                 if not calls:
                     return None
                 break
-            read = list_or_skip(text, index, context, wrapped=False)
+            read: tuple[tuple[TextCall, ...], int] | ReadResult
+            if calls and not separated:
+                # A value after a line feed or right after a call: another call, or the
+                # calls end here (what follows is text after them).
+                read = read_call_list(text, index, context, wrapped=False)
+                if read is None:
+                    break
+            else:
+                read = list_or_skip(text, index, context, wrapped=False)
             if not isinstance(read, tuple):
                 return read
             found, end = read
@@ -73,30 +88,12 @@ class PythonTagReader(TextCallReader):
             if found[-1].cut:
                 return Found(start, len(text), tuple(calls), closed=False)
             index = skip_blanks(text, end)
-            if text.startswith(";", index):
+            separated = text.startswith(";", index)
+            if separated:
                 index = skip_blanks(text, index + 1)
-                continue
-            break
-        for token in _END_TOKENS:
-            if text.startswith(token, skip_blanks(text, end)):
-                end = skip_blanks(text, end) + len(token)
-                break
         # No end marker: valid JSON stands (prose may follow), anything else only at the tail.
         tail_only = not all(_strict(call.arguments) for call in calls)
         return Found(start, end, tuple(calls), tail_only=tail_only, closed=False)
-
-
-class PythonStartReader(TextCallReader):
-    """``<|python_start|>`` call JSON ``<|python_end|>`` (Llama 4; vllm#16214)."""
-
-    family = "llama"
-    openers = ("<|python_start|>",)
-
-    def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
-        """One call (or list) between the two tokens."""
-        return read_json_block(
-            text, start, "<|python_start|>", "<|python_end|>", context, tail_only=False
-        )
 
 
 class FunctionTagReader(TextCallReader):
@@ -104,6 +101,7 @@ class FunctionTagReader(TextCallReader):
 
     family = "llama"
     openers = ("<function=",)
+    end_tokens: ClassVar[tuple[str, ...]] = END_TOKENS
 
     def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
         """The name in the tag, the JSON object inside, the closing tag."""

@@ -15,6 +15,7 @@ import re
 import msgspec
 
 from ._json import json_arguments_block, list_or_skip
+from ._names import TOOL_NAME_PATTERN
 from ._reading import (
     NEED_MORE,
     Found,
@@ -31,7 +32,7 @@ from .llama import _strict
 __all__ = ["MistralReader"]
 
 _OPENER = "[TOOL_CALLS]"
-_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+_NAME = TOOL_NAME_PATTERN
 _CALL_ID = re.compile(r"\[CALL_ID\][A-Za-z0-9_\-]*")
 
 
@@ -40,6 +41,9 @@ class MistralReader(TextCallReader):
 
     family = "mistral"
     openers = (_OPENER,)
+    #: Mistral's end of turn is its eos, ``</s>`` (mistralai-Mistral-Nemo-Instruct-2407.jinja
+    #: writes it right after the ``[TOOL_CALLS]`` list).
+    end_tokens = ("</s>",)
 
     def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
         """A JSON list of calls, or one ``NAME[ARGS]{...}`` call."""

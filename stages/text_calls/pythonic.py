@@ -1,8 +1,8 @@
 """Pythonic calls: ``[get_weather(city="Paris"), get_time(tz='CET')]``.
 
-Llama 3.2 / 4 (``pythonic`` templates) write the list as the whole reply; LFM2 wraps it in
-``<|tool_call_start|>`` ... ``<|tool_call_end|>`` (lmstudio#1979); Gemma 3 prompts ask for a
-```` ```tool_code ```` fence holding one call per line. Only keyword arguments are read: a
+Llama 3.2 / 4 (``pythonic`` templates) write the list as the whole reply (read here); LFM2,
+Llama 4, OLMo 3 and Gemma 3 prompts put calls between markers, rows of ``families.py``
+that read them with :func:`read_pythonic_calls`. Only keyword arguments are read: a
 positional argument has no parameter name (``[f(x) for x in ...]``, ``[name(arg)](url)`` are
 not calls). Each value is passed to the judge as written, under its keyword as a JSON key, so
 the judge's Python-literal reading (never ``eval``) decides it: ``'CET'`` and ``True`` are
@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import re
 
-import msgspec
-
 from ...core.json_text import json_string
+from ._names import TOOL_NAME, TOOL_NAME_PATTERN
 from ._reading import (
     NEED_MORE,
     Found,
@@ -28,9 +27,9 @@ from ._reading import (
     skip_blanks,
 )
 
-__all__ = ["GemmaToolCodeReader", "Lfm2Reader", "PythonicReader", "read_pythonic_calls"]
+__all__ = ["PythonicReader", "read_pythonic_calls"]
 
-_NAME = re.compile(r"([A-Za-z_][\w.]*)[ \t]*\(")
+_NAME = re.compile(rf"({TOOL_NAME})[ \t]*\(")
 _KEYWORD = re.compile(r"([A-Za-z_]\w*)[ \t]*=(?!=)")
 _VALUE_TOKEN = re.compile(
     r"""'[^'\\\n]*+(?:\\.[^'\\\n]*+)*+'|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"|[\[\]{}(),'"]""",
@@ -71,8 +70,8 @@ def _read_call(text: str, index: int, context: ReadContext) -> tuple[TextCall, i
     """One ``NAME(key=value, ...)`` at ``index``; raises ``_Invalid`` or ``_Cut``."""
     head = _NAME.match(text, index)
     if head is None:
-        if text[index:].isidentifier() or not text[index:]:
-            raise _Cut
+        if not text[index:] or TOOL_NAME_PATTERN.fullmatch(text[index:]):
+            raise _Cut  # the text ends inside the name (``Calendar.``, ``mcp__fs-``)
         raise _Invalid
     name = head.group(1)
     if not context.offered(name):
@@ -171,59 +170,3 @@ class PythonicReader(TextCallReader):
         calls, end = read
         closed = not calls[-1].cut
         return Found(start, end, calls, tail_only=True, closed=closed)
-
-
-def _wrapped(
-    text: str, start: int, context: ReadContext, opener: str, closer: str, bracketed: bool
-) -> ReadResult:
-    index = skip_blanks(text, start + len(opener))
-    if index >= len(text):
-        return None if context.final else NEED_MORE
-    read = read_pythonic_calls(text, index, context, bracketed=bracketed)
-    if read is None or isinstance(read, _NeedMore):
-        return read
-    calls, end = read
-    if calls[-1].cut:
-        return Found(start, len(text), calls, closed=False)
-    after = skip_blanks(text, end)
-    if text.startswith(closer, after):
-        return Found(start, after + len(closer), calls)
-    rest = text[after:]
-    if not context.final and len(rest) < len(closer) and closer.startswith(rest):
-        return NEED_MORE
-    if not rest and context.final:
-        return Found(start, len(text), cut_last(calls), closed=False)
-    return None
-
-
-class Lfm2Reader(TextCallReader):
-    """``<|tool_call_start|>[f(a=1)]<|tool_call_end|>`` (LFM2, LFM2.5)."""
-
-    family = "lfm2"
-    openers = ("<|tool_call_start|>",)
-
-    def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
-        """A pythonic list between the two tokens; only at the tail of the reply (the tokens
-        are ASCII and documentation quotes them: ``LFM2 writes <|tool_call_start|>...``)."""
-        result = _wrapped(
-            text, start, context, "<|tool_call_start|>", "<|tool_call_end|>", bracketed=True
-        )
-        if isinstance(result, Found):
-            return msgspec.structs.replace(result, tail_only=True)
-        return result
-
-
-class GemmaToolCodeReader(TextCallReader):
-    """A ```` ```tool_code ```` fence of keyword calls, one per line (Gemma 3 prompts)."""
-
-    family = "gemma-tool-code"
-    openers = ("```tool_code\n",)
-
-    def read(self, text: str, start: int, context: ReadContext) -> ReadResult:
-        """The fence; a list (``[f(), g()]``) or calls one per line inside it."""
-        index = skip_blanks(text, start + len("```tool_code\n"))
-        bracketed = text.startswith("[", index)
-        result = _wrapped(text, start, context, "```tool_code\n", "```", bracketed=bracketed)
-        if isinstance(result, Found):
-            return msgspec.structs.replace(result, tail_only=True)
-        return result

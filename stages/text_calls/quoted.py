@@ -7,31 +7,29 @@ come), by the same scanner and the same rules as a reply (``docs/text-calls.md``
 difference: the tail is not the whole reply (N characters came before it), so it never counts
 as one. A reply that is wholly a call object (bare JSON, ``[f(x=1)]``, ``NAME\\n{json}``) is
 certain only from its first character, which a tail has not seen; so whole-reply readers read
-it only after a ``</think>`` it holds, where the reply does start.
+it only after a reasoning closer it holds (``</think>``...), where the reply does start.
 
 A tail may start anywhere: at a lone ``</tool_call>`` (ggml-org/llama.cpp#20761), inside a
 call, inside a ``<think>`` block. None gives a made-up call: a call needs its family's opener
 and an offered name (a quote that starts after them holds no call), ``tail_only`` blocks count
 only when nothing but blanks and other blocks follow them (the closing tags of a call a quote
-started inside are such text), and text before a ``</think>`` with no ``<think>`` before it is
-the end of a reasoning block, never read.
+started inside are such text), and text before a reasoning closer with no opener before it
+(``</think>``, ``[/THINK]``...: ``reasoning.py``) is the end of a reasoning block: the calls
+read there are drafts.
 """
 
 from __future__ import annotations
 
 from ...judge import Toolset
 from ._reading import TextCall
-from ._scanner import THINK, ScanState, scan
+from ._scanner import ScanState, scan
 from .stage import TextCallStage
 
 __all__ = ["read_quoted_output"]
 
-_THINK_START, _THINK_END = "<think>", "</think>"
-
-#: The scan's state at a tail's first character: inside the reply, not at its start.
+#: The scan's state at a tail's first character: inside the reply, not at its start (a
+#: reasoning closer with no opener before it ends reasoning; the reply starts after it).
 _IN_REPLY = ScanState(reply_pending=False)
-#: ... or inside a reasoning block, the reply starting after its ``</think>``.
-_IN_THINK = ScanState(mode=THINK, reply_pending=False, reply_after_think=True)
 
 
 def read_quoted_output(text: str, toolset: Toolset | None) -> tuple[TextCall, ...] | None:
@@ -44,10 +42,9 @@ def read_quoted_output(text: str, toolset: Toolset | None) -> tuple[TextCall, ..
     table = stage.table
     if table is None or not stage.active:
         return None
-    end = text.find(_THINK_END)
-    in_think = end >= 0 and not 0 <= text.find(_THINK_START) < end
-    scanned = scan(table, text, _IN_THINK if in_think else _IN_REPLY, stage.context.at_final(True))
-    calls = tuple(call for block in scanned.blocks for call in block.calls)
+    scanned = scan(table, text, _IN_REPLY, stage.context.at_final(True))
+    drafted = scanned.releases[-1] if scanned.releases else -1
+    calls = tuple(call for block in scanned.blocks if block.start > drafted for call in block.calls)
     if calls:
         return calls
     markup = any(token in table.by_opener for token in table.pattern.findall(text))

@@ -13,16 +13,18 @@ from collections.abc import Iterable
 from ...core.errors import ConfigurationError
 from ._reading import TextCallReader
 from .deepseek import DeepSeekReader
+from .families import WRAPPED_READERS
 from .gemma import FunctionGemmaReader, Gemma4Reader
 from .glm import GlmMarkerlessReader, GlmReader
-from .harmony import HarmonyReader, StrippedHarmonyReader
-from .hermes import HermesReader
+from .harmony import HarmonyReader, RecipientFirstHarmonyReader, StrippedHarmonyReader
 from .kimi import KimiReader
-from .llama import FunctionTagReader, PythonStartReader, PythonTagReader
+from .llama import FunctionTagReader, PythonTagReader
+from .minimax_m3 import MiniMaxM3Reader
 from .mistral import MistralReader
-from .pythonic import GemmaToolCodeReader, Lfm2Reader, PythonicReader
-from .qwen_xml import QwenXmlReader
+from .pythonic import PythonicReader
 from .whole_json import WholeReplyJsonReader
+from .xml_families import XML_FAMILIES
+from .xml_reader import xml_reader
 
 __all__ = [
     "BUILT_IN_READERS",
@@ -32,24 +34,24 @@ __all__ = [
 ]
 
 #: Every built-in reader, in the order they are tried at one position (the first that finds a
-#: block wins; where two share an opener their grammars exclude each other).
+#: block wins; where two share an opener their grammars exclude each other). The families that
+#: differ only in their markers are rows of ``families.py``, one reader each.
 BUILT_IN_READERS: tuple[TextCallReader, ...] = (
-    HermesReader(),
-    QwenXmlReader(),
+    *WRAPPED_READERS,
+    *(xml_reader(spec) for spec in XML_FAMILIES),
+    MiniMaxM3Reader(),
     GlmReader(),
     FunctionTagReader(),
     PythonTagReader(),
-    PythonStartReader(),
     MistralReader(),
     KimiReader(),
     DeepSeekReader(),
     HarmonyReader(),
     Gemma4Reader(),
     FunctionGemmaReader(),
-    Lfm2Reader(),
-    GemmaToolCodeReader(),
     WholeReplyJsonReader(),
     PythonicReader(),
+    RecipientFirstHarmonyReader(),
     StrippedHarmonyReader(),
     GlmMarkerlessReader(),
 )

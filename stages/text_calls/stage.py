@@ -13,8 +13,18 @@ Streaming: ordinary text passes at once (a delta with no character that can star
 passed through untouched, the fast path); text that may open a call is held until the readers
 can tell. A held stretch is read again each time it has doubled (and at the end), so hostile
 text costs linear time; ordinary text behind an opener that turns out to be none is released
-at that next reading. Reasoning text (``reasoning_content``) is never read: calls drafted
-there are drafts.
+at that next reading. Reasoning is never read: not the server's ``reasoning_content``
+(``ReasoningDelta``, which this stage passes untouched), nor reasoning left in the text in any
+wrapper of ``reasoning.py``; calls drafted there are drafts, and a reasoning closer with no
+opener before it makes every call read before it a draft (its markup is text again, put back
+just before the closer).
+
+Several calls: every call read counts once, in the order written, each with an id of its own.
+Where prose stands between calls, one rule (``docs/text-calls.md``, "Several calls in one
+reply"): a block of special tokens counts wherever it stands; the blocks whose markers prose
+also uses (``tail_only``) count all together when the reply ends in a block (its end-of-turn
+tokens after it allowed), and none of them when it ends in prose; never only the last one.
+So once such a block has prose after it, the text from that block on is held to the end.
 
 A cut call (its markup or arguments stop at the end of the output) is ``truncated`` with the
 turn's cut evidence and never runs; when the ``Finish`` said nothing was cut, the stage adds
@@ -48,6 +58,7 @@ from ...core.stage import EventStep, SyncStage
 from ...judge import Toolset
 from ._reading import Found, ReadContext, TextCallReader
 from ._scanner import FENCE, TEXT, ReaderTable, ScanState, scan
+from ._values import inline_refs
 from .registry import readers_for
 
 __all__ = ["TextCallStage"]
@@ -80,6 +91,8 @@ class TextCallStage(SyncStage):
         self.stop_sequences = stop_sequences
         names = frozenset(self.toolset.names()) if self.toolset is not None else frozenset()
         self.context = ReadContext(names, False, self._property_schemas)
+        #: Each tool's property schemas with their local references inlined, once per tool.
+        self._properties: dict[str, Mapping[str, Any]] = {}
 
     def for_turn(
         self,
@@ -95,9 +108,18 @@ class TextCallStage(SyncStage):
         return stage
 
     def _property_schemas(self, tool: str) -> Mapping[str, Any]:
+        cached = self._properties.get(tool)
+        if cached is not None:
+            return cached
         spec = self.toolset.get(tool) if self.toolset is not None else None
-        properties = spec.json_schema.get("properties") if spec is not None else None
-        return properties if isinstance(properties, Mapping) else {}
+        root = spec.json_schema if spec is not None else {}
+        properties = root.get("properties")
+        if not isinstance(properties, Mapping):
+            properties = {}
+        # pydantic's Optional[Model] is a $ref to $defs: inlined, so that it can type a value.
+        inlined = {key: inline_refs(schema, root) for key, schema in properties.items()}
+        self._properties[tool] = inlined
+        return inlined
 
     @property
     def active(self) -> bool:
@@ -327,12 +349,17 @@ class _TextCallStep:
         out: list[Event] = []
         position = 0
         emitted = self._emitted
+        releases = [at for at in scanned.releases if at < scanned.decided]
         for block in scanned.blocks:
+            while releases and releases[0] <= block.start:
+                position, emitted = self._release(out, held, position, releases.pop(0), emitted)
             if block.start > position:
                 out.append(TextDelta(text=held[position : block.start]))
                 emitted += block.start - position
             self._blocks.append((block, held[block.start : block.end], emitted))
             position = block.end
+        for at in releases:
+            position, emitted = self._release(out, held, position, at, emitted)
         if scanned.decided > position:
             out.append(TextDelta(text=held[position : scanned.decided]))
             emitted += scanned.decided - position
@@ -346,6 +373,23 @@ class _TextCallStep:
             state.mode == FENCE or (state.mode == TEXT and not state.reply_pending)
         )
         return out
+
+    def _release(
+        self, out: list[Event], held: str, position: int, at: int, emitted: int
+    ) -> tuple[int, int]:
+        """A reasoning closer with no opener before it stands at ``held[at]``: every block
+        found so far was drafted in reasoning. Its markup is text again, put back just before
+        the closer (the text around it may have been released already; any split of the text
+        gives the same place)."""
+        if at > position:
+            out.append(TextDelta(text=held[position:at]))
+            emitted += at - position
+        if self._blocks:
+            markup = "".join(text for _, text, _ in self._blocks)
+            out.append(TextDelta(text=markup))
+            emitted += len(markup)
+            self._blocks = []
+        return at, emitted
 
     def _cancel(self) -> list[Event]:
         """A structured call came: the server parses calls; release everything as it was."""
@@ -423,6 +467,9 @@ class _TextCallStep:
                         truncated=cut,
                         cut_by=cut_by if cut else None,
                         cut_facts=facts if cut else None,
+                        # Complete markup whose JSON does not balance: never judged as
+                        # arguments, rejected (``_unbalanced``).
+                        damage="unbalanced" if call.unbalanced else None,
                         origin="text",
                         text_family=family,
                     )

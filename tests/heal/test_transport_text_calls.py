@@ -38,6 +38,8 @@ WRITE_CALL = '<tool_call>[{"name": "write", "arguments": ' + GOOD_WRITE + "}]</t
 READ_CALL = '<tool_call>{"name": "read", "arguments": {"path": "notes.txt"}}</tool_call>'
 #: Cut at the output limit in the middle of the content string.
 CUT_CALL = '<tool_call>[{"name": "write", "arguments": {"path": "notes.txt", "content": "hel'
+#: Issue 27: SmolLM2's form with the call object's ``}`` missing, its wrapper complete.
+UNBALANCED_CALL = '<tool_call>[{"name": "write", "arguments": ' + GOOD_WRITE + "]</tool_call>"
 #: Valid JSON, but ``content`` is required by the tool's schema.
 INVALID_CALL = '<tool_call>{"name": "write", "arguments": {"path": "notes.txt"}}</tool_call>'
 #: What stays text: a call object in prose, and a quoted block with prose after it.
@@ -163,6 +165,7 @@ async def test_two_calls_in_the_text_go_out_as_two_calls(
     [
         pytest.param(CUT_CALL, "length", "token limit", id="cut-at-the-limit"),
         pytest.param(INVALID_CALL, "stop", "content", id="invalid-against-the-schema"),
+        pytest.param(UNBALANCED_CALL, "stop", "a closing bracket is missing", id="a-brace-missing"),
     ],
 )
 async def test_a_broken_call_in_the_text_never_runs_and_is_asked_for_again(

@@ -29,7 +29,19 @@ SHAPES = {
     "mistral_markers": "[TOOL_CALLS]",
     "pythonic": "[get_time(a=[",
     "think": "<think><tool_call>",
+    # Reasoning (``reasoning.py``): JSON never closed in a thought, drafts each released by a
+    # closer the prompt opened, calls after an implicit end that prose follows.
+    "think_json": '<think><tool_call>{"name": "get_time", "arguments": {',
+    "prompt_opened_closers": "[TOOL_CALLS]get_time[ARGS]{}</think>",
+    "implicit_ends": '<think><tool_call>{"name": "get_time", "arguments": {}}</tool_call> x',
     "prose": "a < b and [c] are {not} calls. ",
+    # XML-parameter families: values never closed, nesting never closed.
+    "dsml_values": '<\uff5cDSML\uff5cfunction_calls><\uff5cDSML\uff5cinvoke name="get_time">'
+    '<\uff5cDSML\uff5cparameter name="a" string="true">x',
+    "kimi_k3_values": '<|open|>tools<|sep|><|open|>call tool="get_time" index="1"<|sep|>'
+    '<|open|>argument key="a" type="string"<|sep|>x',
+    "minimax_m3_nesting": ']<]minimax[>[<tool_call>]<]minimax[>[<invoke name="get_time">'
+    "]<]minimax[>[<a>]<]minimax[>[<b>",
 }
 
 

@@ -60,8 +60,9 @@ def test_ordinary_text_passes_at_once() -> None:
 
 
 def test_a_possible_opener_is_held_until_known() -> None:
-    chunks = ["Sure. <tool", "ing is", " fun"]
-    assert _emitted_per_delta(chunks) == ["Sure. ", "<tooling is", " fun"]
+    chunks = ["Sure. <tool", "ing is", " fun", "ny."]
+    # " fun" may grow into "functools[" (Firefunction v2, Phi-4-mini): held one delta.
+    assert _emitted_per_delta(chunks) == ["Sure. ", "<tooling is", " ", "funny."]
 
 
 def test_a_whole_reply_candidate_is_held_until_its_first_key() -> None:
