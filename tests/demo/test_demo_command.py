@@ -6,6 +6,7 @@ the real local server, as a user starts it; its report is recounted from its own
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import signal
@@ -23,6 +24,7 @@ from optional_parts import optional_module
 from toolwire.cli import main
 from toolwire.cli.demo import command as demo_command
 from toolwire.cli.demo.model_file import INSTALL_HINT, LocalExtraMissing
+from toolwire.cli.demo.server_kinds import LLAMA_CPP_PYTHON, SERVER_KINDS, ServerKind
 from toolwire.recordings import DEMO_RECORDING, read_bundled_file
 
 from .report_check import check_report
@@ -54,6 +56,7 @@ def test_the_short_suite_runs_on_the_real_server(tmp_path: Path) -> None:
     check_report(report)
     assert report["mode"] == "local"
     assert report["provider"] == "llama-cpp"
+    assert report["server"]["kind"] == "llama-cpp-python"
     assert report["budgets"] == [16, 256]
     assert report["tasks"] == ["hello", "todo-list"]
     summary = report["summary"]
@@ -79,6 +82,37 @@ def test_the_short_suite_runs_on_the_real_server(tmp_path: Path) -> None:
     assert "a plain loop" in done.stdout
     assert "stopped" not in done.stderr
     print(f"short suite: {time.monotonic() - started:.1f} s")
+
+
+@pytest.mark.slow
+def test_the_short_suite_runs_on_llama_server(tmp_path: Path) -> None:
+    """The same suite on llama.cpp's own server, started and stopped by the demo.
+
+    What SmolLM2 does there is the model's and the template's (README: which server to
+    choose); the test holds what toolwire owes on any server: the report adds up, nothing
+    rejected ran, and the server was the one asked for, with the flags documented.
+    """
+    report_path = tmp_path / "out.json"
+    done = subprocess.run(
+        [*TOOLWIRE, "demo", "--server", "llama-server", "--tasks", "2", "--budgets", "16,256",
+         "--json", str(report_path)],
+        capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "toolwire: llama-server is serving SmolLM2-135M" in done.stderr
+    report = json.loads(report_path.read_text())
+    check_report(report)
+    assert (report["mode"], report["provider"]) == ("local", "llama-server")
+    assert (report["budgets"], report["tasks"]) == ([16, 256], ["hello", "todo-list"])
+    assert report["server"]["kind"] == "llama-server"
+    command = report["server"]["command"]
+    for flag in ("--jinja", "Qwen-Qwen2.5-7B-Instruct.jinja", "--threads 1", "--ctx-size 2048"):
+        assert flag in command
+    assert [run["name"] for run in report["runs"]] == [
+        "hello@16", "hello@256", "todo-list@16", "todo-list@256"
+    ]  # fmt: skip
+    assert not [c for c in report["calls"] if c["outcome"] == "rejected" and c["executed"]]
+    assert "a plain loop" in done.stdout
 
 
 def bundled_report(capsys: pytest.CaptureFixture[str], tmp_path: Path, *more: str) -> Any:
@@ -133,18 +167,26 @@ def one_line(err: str) -> str:
     return err
 
 
-def test_without_the_local_extra_it_says_how_to_install_and_offers_replay(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("kind", SERVER_KINDS.values(), ids=lambda kind: kind.name)
+def test_without_the_local_server_it_says_how_to_install_and_offers_replay(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, kind: ServerKind
 ) -> None:
     def missing() -> Path:
-        raise LocalExtraMissing("llama-cpp-python's server is not installed (missing: llama_cpp)")
+        raise LocalExtraMissing(f"{kind.name} is not installed")
 
-    monkeypatch.setattr(demo_command, "check_local_extra", missing)
-    code, out, err = run(capsys, "demo")
+    kinds = {**SERVER_KINDS, kind.name: dataclasses.replace(kind, check=missing)}
+    monkeypatch.setattr(demo_command, "SERVER_KINDS", kinds)
+    code, out, err = run(capsys, "demo", "--server", kind.name)
     assert (code, out) == (1, "")
     line = one_line(err)
-    assert INSTALL_HINT in line
+    assert f"{kind.name} is not installed" in line
+    assert kind.install_hint in line
     assert "toolwire demo --replay" in line
+    if kind is LLAMA_CPP_PYTHON:
+        assert INSTALL_HINT in line
+        # The default server is llama-cpp-python's.
+        monkeypatch.setattr(demo_command, "SERVER_KINDS", kinds)
+        assert run(capsys, "demo")[2] == err
 
 
 @pytest.mark.parametrize(
@@ -154,6 +196,9 @@ def test_without_the_local_extra_it_says_how_to_install_and_offers_replay(
         (["demo", "--budgets", "16,x"], 2, "not a number"),
         (["demo", "--budgets", "0"], 2, "positive"),
         (["demo", "--replay", "--base-url", "http://x"], 2, "no --base-url"),
+        (["demo", "--server", "llama-server", "--replay"], 2, "no --replay or --base-url"),
+        (["demo", "--server", "llama-server", "--base-url", "http://x"], 2, "no --replay"),
+        (["demo", "--server", "vllm"], 2, "invalid choice"),
         (["demo", "--replay", "/nonexistent/runs.jsonl"], 1, "cannot read"),
         (["demo", "--replay", "--budgets", "17"], 1, "has no run"),
         (["demo", "--base-url", "http://127.0.0.1:9/v1", "--tasks", "1", "--budgets", "16"], 1,
