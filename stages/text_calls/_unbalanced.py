@@ -26,10 +26,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ._json import value_end
 from ._reading import ReadContext, TextCall
 from ._shapes import CallShape, call_list_or_skip
 
-__all__ = ["MAX_MISSING", "unbalanced_calls"]
+__all__ = ["MAX_MISSING", "unbalanced_arguments", "unbalanced_calls"]
 
 #: At most this many closing brackets may be missing: more, and the text is too far from a
 #: call to say it certainly is one.
@@ -57,6 +58,20 @@ def unbalanced_calls(
         return None
     written = text[body:closer_at].rstrip()
     return tuple(TextCall(call.name, written, unbalanced=True) for call in calls), closer_at
+
+
+def unbalanced_arguments(text: str, body: int, closer: str) -> tuple[str, int] | None:
+    """The arguments object at ``text[body] == "{"`` that ``closer`` ends with closing brackets
+    missing, as written, and where the closer starts (the families that write the name
+    outside the JSON: Solar Open, PLaMo 3); ``None`` when it is not one object once they are
+    put back."""
+    scanned = _close_brackets(text, body, closer)
+    if scanned is None:
+        return None
+    fixed, closer_at = scanned
+    if value_end(fixed, 0) != len(fixed):
+        return None
+    return text[body:closer_at].rstrip(), closer_at
 
 
 @lru_cache(maxsize=64)

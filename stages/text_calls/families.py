@@ -238,6 +238,16 @@ WRAPPED_FAMILIES: tuple[WrappedFamily, ...] = (
         group_close="<|plamo:end_tool_requests:plamo|>",
         end_tokens=("<|plamo:tag|>",),
     ),
+    # Step-Audio 2: "<tool_call>function\nNAME\n{json}</tool_call>" (vLLM
+    # tool_parsers/step_audio_2_tool_parser.py: "function\nforecast_weather\n{"location":
+    # "shanghai"}"). Hermes's row reads the same opener with JSON right after it.
+    WrappedFamily(
+        family="step-audio2",
+        opener="<tool_call>",
+        then=("function\n",),
+        name_end="\n",
+        closer="</tool_call>",
+    ),
     # Functionary v3.2: ">>>NAME\n{json}" per call, then <|eot_id|>
     # (meetkai-functionary-medium-v3.2.jinja; llama.cpp common/parsers/functionary-v3-2.cpp).
     # The generation prompt ends with ">>>", so the reply's first call is "NAME\n{json}"

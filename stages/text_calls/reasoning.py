@@ -188,6 +188,46 @@ REASONING_WRAPPERS: tuple[ReasoningWrapper, ...] = (
             "common/chat-auto-parser.h (reasoning end '[BEGIN FINAL RESPONSE]')"
         ),
     ),
+    ReasoningWrapper(
+        openers=("<ifm|think>", "<ifm|think_fast>", "<ifm|think_faster>"),
+        closers=("</ifm|think>", "</ifm|think_fast>", "</ifm|think_faster>"),
+        implicit_ends=("<ifm|tool_calls>",),
+        models="K2 Horizon (one pair per reasoning effort: high, medium, low)",
+        source=(
+            "vLLM vllm/reasoning/k2_horizon_reasoning_parser.py (a DeepSeek R1 parser: the "
+            "prompt may open it; <ifm|tool_calls> ends it), SGLang k2_v3_detector.py"
+        ),
+    ),
+    ReasoningWrapper(
+        openers=("<|plamo:begin_think:plamo|>",),
+        closers=("<|plamo:end_think:plamo|>",),
+        implicit_ends=("<|plamo:begin_tool_requests:plamo|>",),
+        models="PLaMo 3",
+        source=(
+            "vLLM vllm/parser/plamo3.py (thinking starts in the reasoning state; the tool "
+            "requests' opener ends it)"
+        ),
+    ),
+    ReasoningWrapper(
+        openers=("<|content_thinking|>",),
+        closers=("<|end_message|>",),
+        opened_by_prompt=False,
+        models="Inkling",
+        source="vLLM vllm/parser/inkling.py (<|end_message|> ends every kind of block)",
+    ),
+    ReasoningWrapper(
+        # The reply's first message (" to=self<|message|>", after the prompt's
+        # <|start|>assistant) has no marker of its own that starts with "<": muse.py reads no
+        # block there, and a header opener starting with "t" would hold every reply.
+        openers=("<|start|>assistant to=self<|message|>",),
+        closers=("<|eom|>", "<|eot|>"),
+        opened_by_prompt=False,
+        models="Muse Glimmer, Muse Spark",
+        source=(
+            "llama.cpp models/templates/muse-glimmer.jinja, common/parsers/muse-glimmer.cpp; "
+            "vLLM vllm/tool_parsers/muse_tool_parser.py (to=self is reasoning)"
+        ),
+    ),
 )
 
 

@@ -21,6 +21,7 @@ from .kimi import KimiReader
 from .llama import FunctionTagReader, PythonTagReader
 from .minimax_m3 import MiniMaxM3Reader
 from .mistral import MistralReader
+from .muse import MuseMessageReader, MuseReplyReader
 from .pythonic import PythonicReader
 from .whole_json import WholeReplyJsonReader
 from .xml_families import XML_FAMILIES
@@ -47,11 +48,13 @@ BUILT_IN_READERS: tuple[TextCallReader, ...] = (
     KimiReader(),
     DeepSeekReader(),
     HarmonyReader(),
+    MuseMessageReader(),
     Gemma4Reader(),
     FunctionGemmaReader(),
     WholeReplyJsonReader(),
     PythonicReader(),
     RecipientFirstHarmonyReader(),
+    MuseReplyReader(),
     StrippedHarmonyReader(),
     GlmMarkerlessReader(),
 )

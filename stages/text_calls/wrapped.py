@@ -57,7 +57,7 @@ from ._reading import (
     skip_blanks,
 )
 from ._shapes import OPENAI_CALL, CallShape, call_list_or_skip
-from ._unbalanced import unbalanced_calls
+from ._unbalanced import unbalanced_arguments, unbalanced_calls
 from .pythonic import read_pythonic_calls
 
 __all__ = ["WrappedFamily", "WrappedReader", "read_group", "read_wrapped", "wrapped_reader"]
@@ -190,6 +190,12 @@ def _read_named(
     if text[index] != "{":
         return None
     end = value_end(text, index)
+    if end is None and row.closer:
+        # The closer after arguments missing a closing bracket (issue 27): a call, rejected.
+        broken = unbalanced_arguments(text, index, row.closer)
+        if broken is not None:
+            call = TextCall(name.group(), broken[0], unbalanced=True)
+            return _close(text, start, broken[1], (call,), context, row, json_body=True)
     if end is None:
         if not final:
             return NEED_MORE
@@ -217,10 +223,12 @@ def read_group(text: str, start: int, context: ReadContext, row: WrappedFamily) 
         if isinstance(closing, _NeedMore) or isinstance(opening, _NeedMore):
             return NEED_MORE
         if opening is False:
-            if index < len(text) or not calls:
-                return None  # something else in the group: not this family's markup
-            # The final text ends after a whole call: the group's closer never came.
-            if not row.group_close_optional:
+            rest = text[index:]
+            if not calls or not (row.group_close.startswith(rest) or row.opener.startswith(rest)):
+                return None  # something else in the group: not this row's markup
+            # The final text ends after a whole call (or inside the marker after it): the
+            # group's closer never came.
+            if not row.group_close_optional or rest:
                 calls = list(cut_last(calls))
             return Found(start, len(text), tuple(calls), tail_only=row.tail_only, closed=False)
         block = read_wrapped(text, index, context, row)

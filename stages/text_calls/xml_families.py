@@ -361,18 +361,15 @@ def _key_value(
     """GLM's key/value pairs (``<arg_key>K</arg_key><arg_value>V</arg_value>``, each tag
     spelled with ``prefix``), the name right after the call's opening tag."""
 
-    def tag(name: str) -> str:
-        return f"<{prefix}{name}>"
-
     return XmlCallFormat(
         family=family,
         blocks=blocks,
         block_optional=block_optional,
         invoke=XmlTag(call[0], "", name=_NAME_BEFORE_TAG),
         invoke_close=call[1],
-        parameter=XmlTag(tag("arg_key"), tag("/arg_key"), name=BARE_NAME),
-        value_open=tag("arg_value"),
-        parameter_close=tag("/arg_value"),
+        parameter=XmlTag(f"<{prefix}arg_key>", f"</{prefix}arg_key>", name=BARE_NAME),
+        value_open=f"<{prefix}arg_value>",
+        parameter_close=f"</{prefix}arg_value>",
     )
 
 

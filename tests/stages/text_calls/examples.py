@@ -178,4 +178,77 @@ EXAMPLE_CALLS: dict[str, tuple[str, ...]] = {
         "<tool_calls>\n<tool_call>get_weather<tool_sep>\n<arg_key>city</arg_key>\n"
         "<arg_value>Paris</arg_value>\n</tool_call>\n</tool_calls>",
     ),
+    # The families issue 28's survey of the servers' parsers added (each test_family_*.py
+    # module names its sources). MiniMax-M1.jinja: one call object a line in <tool_calls>.
+    "minimax-m1": (
+        '<tool_calls>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_calls>',
+    ),
+    # vLLM parser/inkling.py: <|message_model|><|content_invoke_tool_json|>{"name", "args"}.
+    "inkling": (
+        '<|message_model|><|content_invoke_tool_json|>{"name": "get_weather", "args": '
+        '{"city": "Paris"}}<|end_message|>',
+    ),
+    # vLLM dots_tool_parser.py: XML invokes, or a JSON object, in <dots_function_call>.
+    "dots": (
+        '<dots_function_call>\n<invoke name="get_weather">\n<parameter name="city">Paris'
+        "</parameter>\n</invoke>\n</dots_function_call>",
+        '<dots_function_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n'
+        "</dots_function_call>",
+    ),
+    # vLLM k2_horizon_tool_parser.py: tool_call_format "xml" (the default) and "json".
+    "k2-horizon": (
+        "<ifm|tool_calls><ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key>"
+        "<ifm|arg_value>Paris</ifm|arg_value></ifm|tool_call></ifm|tool_calls>",
+        '<ifm|tool_calls><ifm|tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}'
+        "</ifm|tool_call></ifm|tool_calls>",
+    ),
+    # upstage-Solar-Open-100B.jinja.
+    "solar-open": (
+        "<|tool_calls|><|tool_call:begin|>k3x9q2m7a1<|tool_call:name|>get_weather"
+        '<|tool_call:args|>{"city": "Paris"}<|tool_call:end|><|calls|>',
+    ),
+    # vLLM solar_open2_tool_parser.py.
+    "solar-open2": (
+        "<|tool_call:start|>get_weather\n<|tool_arg:start|>city<|tool_arg:value|>Paris"
+        "<|tool_arg:end|>\n<|tool_call:end|>",
+    ),
+    # vLLM parser/plamo3.py and get_plamo3_structural_tag.
+    "plamo3": (
+        "<|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
+        "<|plamo:begin_tool_name:plamo|>get_weather<|plamo:end_tool_name:plamo|>"
+        '<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{"city": "Paris"}'
+        "<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>"
+        "<|plamo:end_tool_requests:plamo|>",
+    ),
+    # vLLM step_audio_2_tool_parser.py.
+    "step-audio2": ('<tool_call>function\nget_weather\n{"city": "Paris"}</tool_call>',),
+    # meetkai-functionary-medium-v3.2.jinja (a call after text; the prompt ends with ">>>").
+    "functionary-v3.2": ('all\nLet me check.>>>get_weather\n{"city": "Paris"}',),
+    # vLLM vllm/parser/zaya.py.
+    "zaya": (
+        "<zyphra_tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+        "</function>\n</zyphra_tool_call>",
+    ),
+    # SGLang gigachat35_detector.py (the bars are U+FF5C).
+    "gigachat35": (
+        '<\uff5cGCML\uff5ctool_calls>\n<\uff5cGCML\uff5cinvoke name="get_weather">\n'
+        '<\uff5cGCML\uff5cparameter name="city" string="true">Paris</\uff5cGCML\uff5cparameter>\n'
+        "</\uff5cGCML\uff5cinvoke>\n</\uff5cGCML\uff5ctool_calls>",
+    ),
+    # SGLang iquest_q1_detector.py.
+    "iquest": (
+        "<iquest_tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
+        "</iquest_tool_call>",
+    ),
+    # muse-glimmer.jinja: the reply's first message addressed to the tool.
+    "muse": (
+        ' to=get_weather<|message|><atem:function_calls>\n<atem:invoke name="get_weather">\n'
+        '<atem:parameter name="city">Paris</atem:parameter>\n</atem:invoke>\n'
+        "</atem:function_calls><|eom|>",
+    ),
+    # vLLM hy_v4_tool_parser.py.
+    "hy-v4": (
+        "<tool_calls><tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
+        "</tool_call></tool_calls>",
+    ),
 }

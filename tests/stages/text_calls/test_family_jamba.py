@@ -35,8 +35,9 @@ class TestJamba(FamilyContract):
     not_calls = (
         '<tool_calls>[{"name": "delete_everything", "arguments": {}}]</tool_calls>',
         'Return <tool_calls>[{"name": "get_weather", "arguments": {}}]</tool_calls> first.',
-        # One object, not the list these templates and parsers use.
-        '<tool_calls>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_calls>',
+        # A list of objects that are no calls. (One call object in these tags is MiniMax-M1's
+        # format, test_family_minimax_m1.py.)
+        '<tool_calls>[{"name": "Alice", "age": 30}]</tool_calls>',
     )
     cut_texts = (
         '<tool_calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_calls>',

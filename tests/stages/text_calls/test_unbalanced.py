@@ -134,7 +134,12 @@ ROWS = [row for row in WRAPPED_FAMILIES if row.closer and row.grammar != "python
 @pytest.mark.parametrize("row", ROWS, ids=[f"{row.family} {row.opener}" for row in ROWS])
 def test_every_json_family_with_a_closer_rejects_it(row: Any) -> None:
     """Every row of ``families.py`` whose JSON call stands between an opener and a closer."""
-    text = row.opener + "".join(row.then) + _body(row.shape, listed=not row.bare) + row.closer
+    if row.name_end:  # the name outside the JSON (Solar Open, PLaMo 3): only the arguments
+        named = "a1b2c3d4e5" + row.id_end if row.id_end else ""
+        body = named + "get_weather" + row.name_end + '{"path": "x"'
+    else:
+        body = _body(row.shape, listed=not row.bare)
+    text = row.opener + "".join(row.then) + body + row.closer
     turn, _ = run_text([text], TOOLS)
     assert [(c.name, c.text_family, c.outcome) for c in turn.calls] == [
         ("get_weather", row.family, "rejected")

@@ -20,16 +20,24 @@ from . import (
     test_family_apertus,
     test_family_cohere,
     test_family_command_r,
+    test_family_dots,
+    test_family_functionary,
     test_family_functools,
     test_family_gigachat,
     test_family_granite,
     test_family_granite_fc,
+    test_family_inkling,
     test_family_internlm,
     test_family_jamba,
+    test_family_k2_horizon,
     test_family_llama4,
     test_family_longcat,
+    test_family_minimax_m1,
     test_family_nemotron,
     test_family_olmo3,
+    test_family_plamo3,
+    test_family_solar_open,
+    test_family_step_audio2,
 )
 from ._family_contract import LENGTH, TOOLS, FamilyContract, runnable
 from ._harness import run_text, visible_text
@@ -42,16 +50,24 @@ CONTRACTS: dict[str, type[FamilyContract]] = {
         test_family_apertus,
         test_family_cohere,
         test_family_command_r,
+        test_family_dots,
+        test_family_functionary,
         test_family_functools,
         test_family_gigachat,
         test_family_granite,
         test_family_granite_fc,
+        test_family_inkling,
         test_family_internlm,
         test_family_jamba,
+        test_family_k2_horizon,
         test_family_llama4,
         test_family_longcat,
+        test_family_minimax_m1,
         test_family_nemotron,
         test_family_olmo3,
+        test_family_plamo3,
+        test_family_solar_open,
+        test_family_step_audio2,
     )
     for name in dir(module)
     if name.startswith("Test")
@@ -166,3 +182,85 @@ def test_a_split_inside_the_tool_code_fence_opener() -> None:
     assert runnable(text) == ONE
     turn, _ = run_text([text[:4], text[4:]], TOOLS)
     assert [(call.name, call.arguments) for call in turn.runnable] == ONE
+
+
+SOLAR_CALL = (
+    "<|tool_call:begin|>a1b2c3d4e5<|tool_call:name|>get_weather<|tool_call:args|>"
+    '{"city": "Paris"}<|tool_call:end|>'
+)
+
+
+def test_a_group_closer_that_is_a_stop_token_may_be_left_out() -> None:
+    """Solar Open's ``<|calls|>`` ends the message (upstage-Solar-Open-100B.jinja): a server
+    that stops on it never sends it. A group whose calls all closed is complete at ``stop``,
+    cut at the token limit."""
+    text = "<|tool_calls|>" + SOLAR_CALL
+    assert runnable(text) == ONE
+    (cut,) = run_text([text], TOOLS, finish=LENGTH)[0].calls
+    assert cut.truncated
+    assert not cut.may_run
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # PLaMo 3's group closer is text the model writes (vLLM's structural tag ends with it).
+        "<|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
+        "<|plamo:begin_tool_name:plamo|>get_weather<|plamo:end_tool_name:plamo|>"
+        "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>"
+        '{"city": "Paris"}<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>',
+        # K2 Horizon's: vLLM reads no call without </ifm|tool_calls>; here the text stops
+        # inside it.
+        '<ifm|tool_calls><ifm|tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}'
+        "</ifm|tool_call></ifm|tool_c",
+    ],
+)
+def test_a_group_whose_closer_never_came_is_cut(text: str) -> None:
+    turn, _ = run_text([text], TOOLS)
+    assert turn.runnable == ()
+    assert [call.truncated for call in turn.calls] == [True]
+
+
+@pytest.mark.parametrize(
+    ("text", "family"),
+    [
+        # The same <tool_calls> opener: Jamba's list, MiniMax-M1's objects a line, HY V4's XML.
+        (
+            '<tool_calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_calls>',
+            "jamba",
+        ),
+        (
+            '<tool_calls>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_calls>',
+            "minimax-m1",
+        ),
+        (
+            "<tool_calls><tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris"
+            "</arg_value></tool_call></tool_calls>",
+            "hy-v4",
+        ),
+        # K2 Horizon's and dots's JSON and XML forms share their wrappers.
+        (
+            "<ifm|tool_calls><ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key>"
+            "<ifm|arg_value>Paris</ifm|arg_value></ifm|tool_call></ifm|tool_calls>",
+            "k2-horizon",
+        ),
+        (
+            '<dots_function_call>{"name": "get_weather", "arguments": {"city": "Paris"}}'
+            "</dots_function_call>",
+            "dots",
+        ),
+    ],
+)
+def test_rows_that_share_an_opener_read_exclusive_grammars(text: str, family: str) -> None:
+    turn, _ = run_text([text], TOOLS)
+    assert [(call.name, call.arguments) for call in turn.runnable] == ONE
+    assert [call.text_family for call in turn.calls] == [family]
+
+
+def test_a_name_in_the_markup_is_read_whole_and_offered() -> None:
+    """Solar Open's id and name stand between special tokens; an unoffered name, a name the
+    id's marker does not follow, or arguments that are no object: no call."""
+    assert runnable("<|tool_calls|>" + SOLAR_CALL.replace("get_weather", "get_weathe")) == []
+    assert runnable("<|tool_calls|>" + SOLAR_CALL.replace("<|tool_call:name|>", " ")) == []
+    text = SOLAR_CALL.replace('{"city": "Paris"}', '["Paris"]')
+    assert run_text([text], TOOLS)[0].calls == ()
