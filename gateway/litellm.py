@@ -12,6 +12,9 @@ Installed with a ``guardrails:`` entry of LiteLLM's ``config.yaml`` (the ``[lite
           provider: openai-chat      # the Chat server profile of the models behind (optional)
           max_retries: 2             # optional
           max_tokens_ceiling: 4096   # optional: a retry after a cut may raise max_tokens to it
+          max_tokens_factor: 4       # optional: ... but to no more than 4x the client's own
+          constrain: true            # optional: false re-asks a rejected call freely
+          unconstrained_tools: []    # optional: tools whose re-ask is never constrained
 
 Each hook is the healing contract of ``docs/healing.md`` for ``/chat/completions``, written
 around the one healing session (:class:`~toolwire.heal.session.HealSession`, given the Chat
@@ -31,13 +34,16 @@ format from the registry), as the httpx transport and ``toolwire serve`` are:
   ``[DONE]``.
 - ``async_post_call_success_hook``: a whole ``chat.completion`` is judged the same way; an
   unchanged one goes back untouched, a healed one as a new ``ModelResponse``; a healing that
-  fails is an HTTP 502 (``toolwire_heal_failed``; ``toolwire_upstream_error`` when the network
-  failed a retry, 504 for a stall).
+  fails is an HTTP error with the status the transport answers (the session's
+  ``error_status``): 502 (``toolwire_heal_failed``; ``toolwire_upstream_error`` when the
+  network failed a retry), 504 for a stall, a retry's own error status.
 
 A retry the router could not send, or got no answer to (what LiteLLM raised its exception while
 handling says so: :func:`unanswered`), is a fault of the network (``docs/healing.md``): the
 same request once more after a drop, else the typed error; a retry the upstream answered with an
-error status ends the exchange with ``retry_http_status``, as through the transport.
+error status ends the exchange with ``retry_http_status`` naming the upstream's status
+(:func:`answered_status`), as through the transport; one LiteLLM failed on an answer that
+carried no error status (a body it could not use) with ``retry_failed``, in LiteLLM's words.
 
 ``/v1/messages``, ``/v1/responses`` and every other route pass untouched (``docs/litellm.md``
 says why). Spans and metrics go to the global OpenTelemetry providers: in LiteLLM's process,
@@ -46,12 +52,13 @@ those its ``otel`` callback sets.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 import msgspec
 from litellm.integrations.custom_guardrail import CustomGuardrail
 
+from ..adapters.constraints import ConstraintOptions
 from ..adapters.encoding import sse_frame
 from ..adapters.registry import heal_formats
 from ..adapters.registry import provider as provider_entry
@@ -59,10 +66,11 @@ from ..api import Pipeline
 from ..core.errors import ConfigurationError
 from ..core.events import ProviderError, ResponseInfo
 from ..core.wire import Done, HealPlan, WireFormat, WireItem
+from ..heal.options import CONSTRAIN_HEADER, checked_factor, checked_names, request_constraint
 from ..heal.session import HealSession
 from ..heal.telemetry import HealTelemetry
 
-__all__ = ["CHAT_REQUEST_KEYS", "ToolwireGuardrail", "unanswered"]
+__all__ = ["CHAT_REQUEST_KEYS", "ToolwireGuardrail", "answered_status", "unanswered"]
 
 #: The keys of LiteLLM's request data that are the client's Chat Completions request (the rest
 #: is LiteLLM's own: metadata, keys, call ids, the logging object...). What a retry re-sends.
@@ -109,8 +117,12 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
     ``provider`` names the Chat server profile of the models behind the proxy (how history is
     replayed, which evidence names the token limit: ``docs/providers.md``); ``max_retries``
     caps the retries of one request; ``max_tokens_ceiling`` lets a retry after a token-limit
-    cut raise the limit up to it; ``capture_content`` puts arguments on the spans. Every other
-    keyword is LiteLLM's (``guardrail_name``, ``event_hook``, ``default_on``...).
+    cut raise the limit up to it (``max_tokens_factor``: to no more than that many times the
+    client's own); ``constrain`` and ``unconstrained_tools`` say whether a re-ask after a
+    rejected call asks for that call's tool in its schema (``docs/healing.md``; a request says
+    ``toolwire-constrain: off`` to turn it off for itself); ``capture_content`` puts arguments
+    on the spans. Every other keyword is LiteLLM's (``guardrail_name``, ``event_hook``,
+    ``default_on``...).
     """
 
     def __init__(
@@ -119,6 +131,9 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
         max_retries: int = 2,
         max_tokens_ceiling: int | None = None,
         capture_content: bool | None = None,
+        max_tokens_factor: float | None = None,
+        constrain: bool = True,
+        unconstrained_tools: Iterable[str] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -130,6 +145,10 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
         self._gen_ai_name = provider_entry(provider).gen_ai_name
         self._max_retries = max_retries
         self._ceiling = max_tokens_ceiling
+        self._factor = checked_factor(max_tokens_factor)
+        self._constrain = ConstraintOptions(
+            enabled=bool(constrain), off_tools=frozenset(checked_names(unconstrained_tools))
+        )
 
     # -- LiteLLM's hooks ---------------------------------------------------------------------
 
@@ -163,7 +182,7 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
             async for chunk in response:
                 yield chunk
             return
-        session = self._session(plan)
+        session = self._session(plan, request_data)
         try:
             async for items in self._healed(session, response, request_data, streaming=True):
                 framed = sse_frame(item for item in items if not isinstance(item, Done))
@@ -185,7 +204,7 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
         first = wire.read_body(content)
         if first is None:
             return None  # not a completion toolwire writes back (several choices...)
-        session = self._session(plan)
+        session = self._session(plan, data)
         items: list[WireItem] = []
         try:
             source = wire.body_as_stream(first)
@@ -227,7 +246,7 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
             plan, streaming=streaming, client_wants_usage=not data.get(_STRIP_USAGE)
         )
 
-    def _session(self, plan: HealPlan) -> HealSession:
+    def _session(self, plan: HealPlan, data: Mapping[str, Any]) -> HealSession:
         return HealSession(
             plan.body,
             self._pipeline.next_messages,
@@ -235,6 +254,8 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
             encoder=self._wire.encoder(plan),
             max_retries=self._max_retries,
             max_tokens_ceiling=self._ceiling,
+            max_tokens_factor=self._factor,
+            constrain=request_constraint(self._constrain, _request_header(data, CONSTRAIN_HEADER)),
             observer=self._telemetry.start(self._gen_ai_name, adapted=plan.adapted),
         )
 
@@ -282,11 +303,10 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
                         # once more after a drop, else the typed error), not an HTTP status.
                         end = session.unread(fault)
                         continue
-                    # The router's answer to the retry: the upstream's error status.
-                    status = getattr(error, "status_code", 500)
-                    yield session.retry_refused(
-                        status if isinstance(status, int) else 500, str(error).encode()
-                    )
+                    # The upstream answered the retry: its HTTP error status when one came (never
+                    # LiteLLM's class's, which is 500 for a refused connection too), else
+                    # LiteLLM's words about an answer it could not use, with no status.
+                    yield session.retry_refused(answered_status(error), str(error).encode())
                     return
                 break
 
@@ -312,6 +332,19 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
         return self._wire.body_as_stream(read)
 
 
+def _request_header(data: Mapping[str, Any], name: str) -> str | None:
+    """The client's request header ``name``, as LiteLLM's proxy keeps the request in its data
+    (``proxy_server_request.headers``); ``None`` when it is not there."""
+    request = data.get("proxy_server_request")
+    headers = request.get("headers") if isinstance(request, Mapping) else None
+    if not isinstance(headers, Mapping):
+        return None
+    for key, value in headers.items():
+        if isinstance(key, str) and key.lower() == name and isinstance(value, str):
+            return value
+    return None
+
+
 def _without_limit(body: Mapping[str, Any]) -> dict[str, Any]:
     """The request as the judge reads it: without its output-token limit.
 
@@ -330,7 +363,8 @@ class UpstreamDropped(Exception):
 
 def _heal_failed(error: dict[str, Any], status: int) -> Exception:
     """The HTTP error of a non-streamed exchange that ended in toolwire's error: ``status`` is
-    the session's (502; 504 for a stall), never to be sent again by the SDK."""
+    the session's (502; 504 for a stall; a retry's own error status), never to be sent again
+    by the SDK."""
     from fastapi import HTTPException
 
     inner = error.get("error", error)
@@ -342,20 +376,25 @@ def _heal_failed(error: dict[str, Any], status: int) -> Exception:
 #: the ``APIConnectionError`` of the openai SDK and of LiteLLM (``APITimeoutError`` and
 #: LiteLLM's ``Timeout`` included).
 _NO_ANSWER = frozenset({"RequestError", "APIConnectionError"})
-#: ... and of one that carries the upstream's HTTP answer: httpx's and the openai SDK's.
-_ANSWER = frozenset({"HTTPStatusError", "APIStatusError"})
+#: ... and of the one that carries the upstream's HTTP answer: httpx's, which the openai SDK
+#: raises its status errors while handling. Not the SDK's ``APIStatusError`` itself: LiteLLM
+#: raises one (``MidStreamFallbackError``, status 503) when nothing answered with a status
+#: (measured on 1.108.7: a stream whose first event was the server's in-band error).
+_ANSWER = "HTTPStatusError"
 #: How far down a chain of exceptions is read (LiteLLM's are four or five deep).
 _CHAIN_DEPTH = 16
 
 
 def unanswered(error: BaseException) -> BaseException | None:
     """The exception that says the retry got no answer (a fault of the network), or ``None``
-    when the upstream answered it with an error status (or it failed otherwise).
+    when the upstream answered it with an error status (or it failed otherwise:
+    :func:`answered_status`).
 
     LiteLLM's class does not say which it was: measured on 1.108.7, a refused connection, a
     hang-up and a body that broke off are all ``InternalServerError``, status 500, exactly as
     the upstream's own HTTP 500 is; a stall is ``Timeout`` (408), and so is an upstream's HTTP
-    504 (status 504).
+    504 (status 504); a streamed retry whose first event is the server's in-band error is
+    ``APIConnectionError`` (500) raised while handling a ``MidStreamFallbackError`` (503).
     What it raised from does: each of its exceptions is raised while handling the SDK's, which
     was raised while handling httpx's (``InternalServerError`` <- ``OpenAIError`` <- openai's
     ``APIConnectionError`` <- httpx's ``ReadError``; or <- openai's ``InternalServerError`` <-
@@ -363,17 +402,42 @@ def unanswered(error: BaseException) -> BaseException | None:
     and the first exception that says either decides; classes are matched by name, as
     :mod:`toolwire.heal.faults` matches them (LiteLLM is not imported). The one returned is
     what ``session.unread`` names the fault by: httpx's ``ReadTimeout`` (or a ``...Timeout``)
-    is a stall, the rest a drop or garbage.
+    is a stall, the rest a drop or garbage. The in-band error is thus a drop, as the same
+    exception is when LiteLLM raises it from the first response's stream (``docs/litellm.md``).
+    """
+    for link in _innermost_first(error):
+        names = {kind.__name__ for kind in type(link).__mro__}
+        if _ANSWER in names:
+            return None
+        if names & _NO_ANSWER:
+            return link
+    return None
+
+
+def answered_status(error: BaseException) -> int | None:
+    """The HTTP status the upstream answered a failed retry with, read from httpx's error in
+    ``error``'s chain (see :func:`unanswered`), or ``None`` when none is there: the upstream
+    answered (LiteLLM raised on a body it could not use: not JSON, empty) but no status says
+    how, and none is made up."""
+    for link in _innermost_first(error):
+        if _ANSWER in {kind.__name__ for kind in type(link).__mro__}:
+            status = getattr(getattr(link, "response", None), "status_code", None)
+            return status if isinstance(status, int) else None
+    return None
+
+
+def _innermost_first(error: BaseException) -> list[BaseException]:
+    """``error`` and what it was raised while handling, innermost first (at most
+    :data:`_CHAIN_DEPTH`, each once).
+
+    A context a ``raise ... from None`` hid is read too: the openai SDK raises its status
+    errors so (``_make_status_error_from_response(...) from None``), which keeps httpx's
+    ``HTTPStatusError``, the one sign of a real answer, out of a traceback but not out of
+    ``__context__``.
     """
     chain: list[BaseException] = []
     link: BaseException | None = error
     while link is not None and len(chain) < _CHAIN_DEPTH and link not in chain:
         chain.append(link)
-        link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
-    for link in reversed(chain):
-        names = {kind.__name__ for kind in type(link).__mro__}
-        if names & _ANSWER:
-            return None
-        if names & _NO_ANSWER:
-            return link
-    return None
+        link = link.__cause__ or link.__context__
+    return chain[::-1]

@@ -25,6 +25,7 @@ behind the ports of :mod:`toolwire.core.wire`, and is found through the provider
 from typing import TYPE_CHECKING
 
 from .session import AttemptEnd as AttemptEnd
+from .session import HealFigures as HealFigures
 from .session import HealObserver as HealObserver
 from .session import HealOutcome as HealOutcome
 from .session import HealSession as HealSession
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AttemptEnd",
+    "HealFigures",
     "HealObserver",
     "HealOutcome",
     "HealSession",

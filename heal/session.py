@@ -21,7 +21,14 @@ What the client can rely on:
 - A retry's call identical (same name, same arguments) to one already sent is not sent again:
   the model was told that call runs, and a tool must run once.
 - Each rejected call is healed by asking again (the format's ``follow_up_body``),
-  at most ``max_retries`` times per exchange. Past them: a ``length`` finish when the last
+  at most ``max_retries`` times per exchange. When the model chose a tool and its call was
+  rejected for a reason a grammar prevents, the re-ask asks the server for a call to that tool
+  in its schema, in the server's own way (``WireFormat.constrained``; the decision is
+  :func:`~toolwire.adapters.constraints.constrained_reask`; ``docs/healing.md``, "A constrained
+  re-ask"): the message the model reads is the same true message, what comes back is judged
+  as ever, and :attr:`HealSession.constrained` counts the calls it brought. After a cut at the
+  token limit the retry may raise the limit (``max_tokens_ceiling``, bounded by
+  ``max_tokens_factor`` times the client's own). Past them: a ``length`` finish when the last
   response was cut by the token limit (the client's own length handling fires), otherwise an
   in-band error (``type: toolwire_heal_failed``) that states toolwire's messages.
 - A server error (an in-band error, a body that is no stream) reaches the client as an in-band
@@ -33,7 +40,11 @@ What the client can rely on:
   the format's error, ``type: toolwire_upstream_error``, ``code`` ``upstream_dropped``,
   ``upstream_timeout`` or ``upstream_protocol_error`` (:attr:`HealSession.error_status`: 502,
   504 for a stall). A stall thus costs one read timeout, never one per retry.
-- An error toolwire ends the exchange with itself carries the usage spent so far.
+- An error toolwire ends the exchange with itself carries the usage spent so far. A retry the
+  server answered with an error status ends it with ``retry_http_status``; a whole exchange's
+  status is then that one (:attr:`HealSession.error_status`), as the transport passes it on.
+- What the exchange took, for the client's headers (:attr:`HealSession.figures`): the upstream
+  requests tried, the calls rejected, the calls passed repaired.
 - Text is never lost silently (issue 19): a piece of a response toolwire could not read (not
   JSON, invalid UTF-8, a shape the format never sends, an event over the framing cap) may have
   held text as well as a call, and cannot be passed on unjudged (it may hold a call). The
@@ -52,7 +63,10 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from ..adapters.constraints import CONSTRAIN, ConstraintOptions, constrained_reask
 from ..adapters.encoding import add_usage, provider_blocks
+from ..adapters.registry import read_request
+from ..core.errors import ConfigurationError
 from ..core.events import (
     Event,
     Finish,
@@ -68,12 +82,13 @@ from ..core.events import (
 )
 from ..core.mapper import cap_text
 from ..core.turn import TurnBuilder
-from ..core.wire import HealEncoder, HealPlan, NextMessages, WireFormat, WireItem
+from ..core.wire import Constraint, HealEncoder, HealPlan, NextMessages, WireFormat, WireItem
 from .faults import Fault, exception_fault, stream_fault
 
 __all__ = [
     "AttemptEnd",
     "AttemptOutcome",
+    "HealFigures",
     "HealObserver",
     "HealOutcome",
     "HealSession",
@@ -113,10 +128,12 @@ def heal_cause(event: ToolCallRejected) -> str:
 class Retry(msgspec.Struct, frozen=True, kw_only=True):
     """One request that asks the model again.
 
-    ``attempt`` counts retries from 1; ``cause`` is the first rejected call's
-    (:func:`heal_cause`), ``causes`` every rejected call's; ``max_tokens`` the raised limit,
-    when it was raised. ``resend``: the same request sent again after a drop (``cause`` is
-    ``upstream_dropped``), not a retry that asks the model again.
+    ``attempt`` counts retries from 1; ``body`` is what goes upstream; ``cause`` is the first
+    rejected call's (:func:`heal_cause`), ``causes`` every rejected call's; ``max_tokens`` the
+    raised limit, when it was raised. ``resend``: the same request sent again after a drop
+    (``cause`` is ``upstream_dropped``), not a retry that asks the model again.
+    ``constraint``: whether ``body`` asks for a call to one tool in its schema, and how, or why
+    not (``None``: no call was rejected, a resend of an unconstrained request).
     """
 
     attempt: int
@@ -125,6 +142,18 @@ class Retry(msgspec.Struct, frozen=True, kw_only=True):
     causes: tuple[str, ...]
     max_tokens: int | None = None
     resend: bool = False
+    constraint: Constraint | None = None
+
+
+class HealFigures(msgspec.Struct, frozen=True, kw_only=True):
+    """What one exchange took and changed, as its client is told (``docs/healing.md``, "What
+    says a response was healed"): ``attempts`` upstream requests tried (the first, each retry,
+    the one resend after a drop), ``rejected_calls`` calls toolwire did not pass on (each asked
+    for again, or the exchange failed), ``repaired_calls`` calls passed on repaired."""
+
+    attempts: int
+    rejected_calls: int
+    repaired_calls: int
 
 
 class AttemptEnd(msgspec.Struct, frozen=True, kw_only=True):
@@ -185,7 +214,14 @@ class HealSession:
     the client speaks (its provider's healing format, from the registry); ``encoder`` one of
     its encoders already opened for the request (``wire.encoder`` by default); ``max_retries``
     caps the retries; ``max_tokens_ceiling``, when set, lets a retry after a token-limit cut
-    raise the request's limit up to it.
+    raise the request's limit up to it, and ``max_tokens_factor`` to no more than that many
+    times the client's own limit. ``constrain`` says whether a re-ask may be constrained to the
+    rejected call's tool (on by default; :class:`~toolwire.adapters.constraints
+    .ConstraintOptions`).
+
+    :attr:`body` is the request as the model is asked (the client's, with every follow-up):
+    what the next follow-up is built on and what its answer is judged against (the client's
+    tools). A constrained re-ask sends :attr:`Retry.body`, that request with the forcing keys.
     """
 
     def __init__(
@@ -197,6 +233,8 @@ class HealSession:
         encoder: HealEncoder | None = None,
         max_retries: int = 2,
         max_tokens_ceiling: int | None = None,
+        max_tokens_factor: float | None = None,
+        constrain: ConstraintOptions = CONSTRAIN,
         observer: HealObserver | None = None,
     ) -> None:
         self.wire = wire
@@ -207,6 +245,15 @@ class HealSession:
         self._next_messages = next_messages
         self._max_retries = max_retries
         self._ceiling = max_tokens_ceiling
+        self._factor = max_tokens_factor
+        #: The client's own output-token limit (read once, when first needed; 0: none).
+        self._client_limit: int | None = None
+        self._constrain = constrain
+        #: What was sent last (a resend after a drop sends it again), and its constraint.
+        self._sent = body
+        self._constraint: Constraint | None = None
+        #: Calls sent to the client that a constrained re-ask brought, by tool.
+        self.constrained: dict[str, int] = {}
         self._observer: HealObserver = observer or NullHealObserver()
         self.attempt = 0
         #: Retries that asked the model again (at most ``max_retries``), and whether the one
@@ -215,13 +262,17 @@ class HealSession:
         self._resent = False
         self._resending = False
         self.outcome: HealOutcome | None = None
-        #: The HTTP status of a whole (non-streamed) exchange that ends in toolwire's error.
+        #: The HTTP status of a whole (non-streamed) exchange that ends in toolwire's error: 502;
+        #: a fault's (504 for a stall, :mod:`.faults`); a retry's own error status.
         self.error_status = 502
         #: Something the client receives differs from what the first response said (a repair,
         #: an id toolwire gave, a corrected finish, a rejection): a non-streamed body that was
         #: not rewritten may go to the client byte for byte.
         self.rewritten = False
         self._total_usage: Usage | None = None
+        #: Calls rejected over every response, and repaired calls sent (:attr:`figures`).
+        self._rejected_calls = 0
+        self._repaired_calls = 0
         self._sent_before: set[tuple[str, bytes]] = set()
         self._sent_now: set[tuple[str, bytes]] = set()
         self._start_attempt()
@@ -236,6 +287,15 @@ class HealSession:
         self._text_calls_sent = False
         self._sent_before |= self._sent_now
         self._sent_now = set()
+
+    @property
+    def figures(self) -> HealFigures:
+        """What the exchange took and changed so far (final once :attr:`outcome` is set)."""
+        return HealFigures(
+            attempts=self.attempt + 1,
+            rejected_calls=self._rejected_calls,
+            repaired_calls=self._repaired_calls,
+        )
 
     @property
     def total_usage(self) -> Usage | None:
@@ -268,6 +328,7 @@ class HealSession:
             case ToolCallRejected():
                 self.rewritten = True
                 self._rejected.append(event)
+                self._rejected_calls += 1
                 self._observer.call_rejected(event, self.attempt)
             case ResponseInfo():
                 return encoder.info(event)
@@ -316,6 +377,10 @@ class HealSession:
             self.rewritten = True
         if call.origin == "text":
             self._text_calls_sent = True
+        if self.attempt > 0 and self._constraint is not None and self._constraint.applied:
+            self.constrained[call.name] = self.constrained.get(call.name, 0) + 1
+        if isinstance(event, ToolCallRepaired):
+            self._repaired_calls += 1
         self._observer.call_accepted(event, self.attempt)
         return self.encoder.call(event)
 
@@ -381,24 +446,46 @@ class HealSession:
 
     def _retry(self, rejected: list[ToolCallRejected]) -> AttemptEnd:
         causes = tuple(heal_cause(event) for event in rejected)
-        body = self.wire.follow_up_body(self.body, self._builder.build(), self._next_messages)
+        turn = self._builder.build()
+        body = self.wire.follow_up_body(self.body, turn, self._next_messages)
         limit: int | None = None
-        if self._ceiling is not None and "token_limit" in causes:
-            body, limit = self.wire.raised_limit(body, self._ceiling)
+        ceiling = self._raised_ceiling()
+        if ceiling is not None and "token_limit" in causes:
+            body, limit = self.wire.raised_limit(body, ceiling)
         self._asked += 1
         self.body = body
+        constraint = constrained_reask(body, turn, self.wire.constrained, self._constrain)
+        self._constraint = constraint
+        asked = constraint.body if constraint is not None and constraint.applied else None
+        self._sent = body if asked is None else asked
         return self._next(causes, limit)
+
+    def _raised_ceiling(self) -> int | None:
+        """How high a retry after a cut may raise the limit: the ceiling, and no more than
+        ``max_tokens_factor`` times the client's own limit when both are known."""
+        ceiling = self._ceiling
+        if ceiling is None or self._factor is None:
+            return ceiling
+        if self._client_limit is None:
+            try:
+                self._client_limit = read_request(self.wire.provider, self.body).max_tokens or 0
+            except ConfigurationError:
+                self._client_limit = 0
+        if not self._client_limit:
+            return ceiling
+        return min(ceiling, max(1, int(self._factor * self._client_limit)))
 
     def _next(self, causes: tuple[str, ...], limit: int | None, resend: bool = False) -> AttemptEnd:
         self.attempt += 1
         self._resending = resend
         retry = Retry(
             attempt=self.attempt,
-            body=self.body,
+            body=self._sent,
             cause=causes[0],
             causes=causes,
             max_tokens=limit,
             resend=resend,
+            constraint=self._constraint,
         )
         self._start_attempt()
         self._observer.retry_started(retry)
@@ -452,8 +539,15 @@ class HealSession:
             "tool_call_rejected",
         )
 
-    def retry_refused(self, status: int, body: bytes) -> list[WireItem]:
-        """A retry's request got HTTP ``status``: the exchange fails with an in-band error."""
+    def retry_refused(self, status: int | None, body: bytes) -> list[WireItem]:
+        """A retry's request got HTTP ``status`` (``body``: what it said): the exchange fails
+        with the format's error, ``retry_http_status``; a whole exchange's status is then that
+        error status (:attr:`error_status`), as the transport passes a retry's own on.
+
+        ``status`` is ``None`` when the retry failed with an answer but no status is known (a
+        gateway's client raised on a body it could not use; ``body`` is its words): the error
+        is then ``retry_failed`` and names no status it would have to make up.
+        """
         if self.outcome is not None:
             return []
         self._observer.attempt_ended(self.attempt, None, "http_error")
@@ -463,9 +557,14 @@ class HealSession:
             if self._resending
             else f"asked the model again (retry {self._asked}) after rejecting a tool call"
         )
+        if status is None:
+            said, code = "the retry failed", "retry_failed"
+        else:
+            said, code = f"the server answered HTTP {status}", "retry_http_status"
+            if status >= 400:
+                self.error_status = status
         error = self.encoder.heal_failed(
-            f"toolwire {asked}, and the server answered HTTP {status}: {cap_text(body, 1000)}",
-            "retry_http_status",
+            f"toolwire {asked}, and {said}: {cap_text(body, 1000)}", code, status=self.error_status
         )
         return self._end("failed", self.encoder.error(error)).items
 

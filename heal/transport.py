@@ -22,12 +22,18 @@ The I/O contract:
 - A streamed request the server cannot stream (``plan.whole_upstream``) is asked whole; the
   judged answer is streamed to the client once the whole answer is in.
 - An error status from upstream reaches the client unchanged: status, headers, body; except a
-  tool-parser error body (the server could not parse the model's call: Ollama's, llama-server's
-  and vLLM's 500s, :mod:`toolwire.adapters.parser_errors`), healed like any rejected call:
-  asked again with the true message, the healed answer a 200 (streamed if asked), the typed
-  heal failure when the retries are spent. (A
-  retry's error status, on a streamed response whose 200 is already sent, becomes an in-band
-  error; on a non-streamed one it is the response.)
+  tool-parser error body (the server could not parse the model's call: Ollama's, llama-server's,
+  vLLM's and LM Studio's 500s, :mod:`toolwire.adapters.parser_errors`), healed like any rejected
+  call: asked again with the true message, the healed answer a 200 (streamed if asked), the
+  typed heal failure when the retries are spent; when the calls its quote holds all pass, they
+  are the answer, a 200 with no retry. A retry answered by such a body is the same: the
+  model's output again, asked again while retries are left (issue 27). (Any other error status
+  of a retry, on a streamed response whose 200 is already sent, becomes an in-band error; on a
+  non-streamed one it is the response.) A server's refusal of the request's
+  history (llama-server's 500 ``Failed to parse tool call arguments as JSON``, vLLM's 400)
+  is not the model's: it reaches the client as the server answered it, streamed request or
+  not, with ``x-toolwire-history-refused`` (what toolwire knows, what to change) and
+  ``x-should-retry: false`` added (:mod:`.history_refusal`).
 - A streamed response starts as soon as the upstream's headers arrive; text and reasoning go
   out as they come; calls once judged. The body is produced while the client reads it, in the
   client's task: no task is started, nothing runs when the client is not reading, and a
@@ -43,14 +49,17 @@ The I/O contract:
   ``{"error": {"type": "toolwire_heal_failed", ...}}`` body (the openai SDK raises
   ``InternalServerError`` and does not resend). A non-streamed body with nothing to change
   goes to the client byte for byte; a 200 body that is not JSON at all is such a 502 too
-  (``toolwire_upstream_error``, code ``not_json``), never a 200 the SDK cannot parse.
+  (``toolwire_upstream_error``, code ``not_json``), never a 200 the SDK cannot parse. Every
+  non-streamed healed answer says what its exchange took: ``x-toolwire-attempts``,
+  ``x-toolwire-rejected-calls``, ``x-toolwire-repaired-calls`` (a stream's headers go out
+  before anything is judged, so a stream carries none of them).
 - A piece of a streamed response toolwire cannot read ends the client's stream with a typed
   in-band error (:mod:`toolwire.heal.session`): text is never dropped silently.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from typing import Any, NamedTuple
 
 import anyio
@@ -59,8 +68,9 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
+from ..adapters.constraints import ConstraintOptions
 from ..adapters.parser_errors import parser_error_readers
-from ..adapters.registry import heal_formats, read_request
+from ..adapters.registry import heal_formats, read_request, reads_text_calls_behind
 from ..adapters.registry import provider as provider_entry
 from ..api import Pipeline, TruncatedCalls
 from ..core.errors import ConfigurationError
@@ -71,11 +81,29 @@ from ..judge import Policy
 from ..stages.judge import JudgeStage
 from ..stages.judge_cache import tool_list_key
 from ..stages.telemetry.observer import Redactor
+from ..stages.text_calls import readers_for
+from .history_refusal import HISTORY_REFUSED_HEADER as HISTORY_REFUSED_HEADER
+from .history_refusal import refusal_headers
+from .options import CONSTRAIN_HEADER as CONSTRAIN_HEADER
+from .options import CONSTRAINED_HEADER as CONSTRAINED_HEADER
+from .options import checked_factor, checked_names, constrained_header, request_constraint
 from .refusal import Refusal, ToolLimits, compiled_or_refusal, tools_refusal
 from .session import AttemptEnd, HealSession
 from .telemetry import HealTelemetry
+from .whole_body import read_whole
 
-__all__ = ["ADAPTED_HEADER", "HISTORY_REPAIRED_HEADER", "HealingTransport"]
+__all__ = [
+    "ADAPTED_HEADER",
+    "ATTEMPTS_HEADER",
+    "CONSTRAINED_HEADER",
+    "CONSTRAIN_HEADER",
+    "HISTORY_REFUSED_HEADER",
+    "HISTORY_REPAIRED_HEADER",
+    "REJECTED_CALLS_HEADER",
+    "REPAIRED_CALLS_HEADER",
+    "RESENDABLE",
+    "HealingTransport",
+]
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
@@ -97,19 +125,39 @@ ADAPTED_HEADER = "x-toolwire-adapted"
 #: The response header that says which earlier calls of the request's history were repaired
 #: (``arguments_not_json=1``: problem kind = calls; see ``HealPlan.repaired``).
 HISTORY_REPAIRED_HEADER = "x-toolwire-history-repaired"
+#: The request extension that tells the transport below that the request may be sent twice: a
+#: healed request keeps no state on the server (each format's ``plan_request`` leaves one that
+#: does unhealed), and the healing sends it again itself (a retry, the resend after a drop).
+#: ``toolwire serve``'s upstream sends such a request once more when a kept-alive connection
+#: closed before answering it (:mod:`toolwire.serve.upstream`).
+RESENDABLE = "toolwire.resendable"
+#: The response headers of a whole (non-streamed) healed answer that say what its exchange took
+#: (``HealSession.figures``): upstream requests tried (the first, each retry, the one resend
+#: after a drop), calls toolwire rejected (never passed on), calls passed on repaired.
+ATTEMPTS_HEADER = "x-toolwire-attempts"
+REJECTED_CALLS_HEADER = "x-toolwire-rejected-calls"
+REPAIRED_CALLS_HEADER = "x-toolwire-repaired-calls"
 
 
 class HealingTransport(httpx.AsyncBaseTransport):
     """An ``httpx.AsyncBaseTransport`` that heals the tool calls going through it.
 
-    ``wrapped`` sends the requests (``httpx.AsyncHTTPTransport()`` by default); ``provider`` is
-    the Chat Completions provider name for ``/chat/completions``: its server profile decides
-    how history is replayed and which truncation evidence counts (``llama-cpp`` for
-    llama-cpp-python); every other healed format is the registry's (Anthropic and Responses
-    requests are read as ``anthropic`` and ``openai-responses``, see
-    :func:`~toolwire.adapters.registry.heal_formats`). ``max_retries``
+    ``wrapped`` sends the requests (``httpx.AsyncHTTPTransport()`` by default); ``provider``
+    says what kind of server the upstream is (a Chat Completions provider name, or ``ollama``:
+    :func:`~toolwire.adapters.registry.upstream_names`), for every endpoint it heals. On
+    ``/chat/completions`` its server profile decides how history is replayed and which
+    truncation evidence counts (``llama-cpp`` for llama-cpp-python); every other healed format
+    is the registry's (Anthropic and Responses requests are read as ``anthropic`` and
+    ``openai-responses``, see :func:`~toolwire.adapters.registry.heal_formats`). On a local
+    server (``llama-server``, ``vllm``, ``sglang``, ``ollama``...), calls left in the text are
+    read on every endpoint it serves, Messages and Responses included
+    (:func:`~toolwire.adapters.registry.reads_text_calls_behind`). ``max_retries``
     caps the retries of one request (0: reject without asking again); ``max_tokens_ceiling``,
-    when set, lets a retry after a token-limit cut double the request's limit up to it.
+    when set, lets a retry after a token-limit cut double the request's limit up to it, and
+    ``max_tokens_factor`` to no more than that many times the client's own. ``constrain``
+    (on by default) asks a re-ask after a rejected call for a call to that call's tool in its
+    schema, in the server's own way, but for the tools in ``unconstrained_tools`` and the
+    requests that say ``toolwire-constrain: off`` (``docs/healing.md``).
     ``policy`` and ``truncated_calls`` are the judge's (:class:`toolwire.Pipeline`);
     ``tracer_provider``, ``meter_provider``, ``capture_content`` and ``redact`` are where the
     spans and metrics of every response and of the healing go (``docs/healing.md``).
@@ -133,6 +181,9 @@ class HealingTransport(httpx.AsyncBaseTransport):
         redact: Redactor | None = None,
         reasoning_field: str = "reasoning_content",
         tool_limits: ToolLimits | None = None,
+        max_tokens_factor: float | None = None,
+        constrain: bool = True,
+        unconstrained_tools: Iterable[str] = (),
     ) -> None:
         formats = heal_formats(provider, HealSettings(reasoning_field=reasoning_field))
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
@@ -152,20 +203,25 @@ class HealingTransport(httpx.AsyncBaseTransport):
             )
         self._wrapped = wrapped if wrapped is not None else httpx.AsyncHTTPTransport()
         self._formats = formats
-        chat = Pipeline(
-            provider,
-            policy=policy,
-            truncated_calls=truncated_calls,
-            tracer_provider=tracer_provider,
-            meter_provider=meter_provider,
-            capture_content=capture_content,
-            redact=redact,
-        )
-        self._pipeline = chat
-        self._pipelines = {
-            wire.provider: chat if wire.provider == provider else chat.with_provider(wire.provider)
-            for wire in self._formats
-        }
+        # One setting for every endpoint: what kind of server the upstream is decides, per
+        # format, whether calls left in the text are read (the registry knows which formats
+        # local servers serve too); read by every registered family, as ``"auto"`` reads them.
+        every_family = readers_for(None)
+
+        def pipeline(name: str) -> Pipeline:
+            return Pipeline(
+                name,
+                policy=policy,
+                truncated_calls=truncated_calls,
+                tracer_provider=tracer_provider,
+                meter_provider=meter_provider,
+                capture_content=capture_content,
+                redact=redact,
+                text_calls=every_family if reads_text_calls_behind(name, provider) else "off",
+            )
+
+        self._pipelines = {wire.provider: pipeline(wire.provider) for wire in formats}
+        self._pipeline = self._pipelines[formats[0].provider]  # Chat Completions comes first
         self._telemetry = HealTelemetry(
             tracer_provider=tracer_provider,
             meter_provider=meter_provider,
@@ -174,6 +230,10 @@ class HealingTransport(httpx.AsyncBaseTransport):
         )
         self._max_retries = max_retries
         self._ceiling = max_tokens_ceiling
+        self._factor = checked_factor(max_tokens_factor)
+        self._constrain = ConstraintOptions(
+            enabled=bool(constrain), off_tools=frozenset(checked_names(unconstrained_tools))
+        )
         if tool_limits is not None and not isinstance(tool_limits, ToolLimits):
             raise ConfigurationError(f"tool_limits must be a ToolLimits, got {tool_limits!r}")
         self._tool_limits = tool_limits or ToolLimits()
@@ -211,10 +271,15 @@ class HealingTransport(httpx.AsyncBaseTransport):
             return await self._wrapped.handle_async_request(request)
         planned = await self._checked_plan(wire, await request.aread())
         if planned is None:
-            return await self._wrapped.handle_async_request(request)
+            response = await self._wrapped.handle_async_request(request)
+            if 200 <= response.status_code < 300:
+                return response
+            return await self._parser_error(wire, response, None)  # a history refused, too
         if isinstance(planned, Refusal):
             return refused(planned)
         plan, judge = planned
+        if plan.heal:
+            request = _resendable(request)
         if plan.query_params:
             # The retries go where the first request went: to the upstream's URL.
             url = request.url.copy_merge_params(dict(plan.query_params))
@@ -240,17 +305,15 @@ class HealingTransport(httpx.AsyncBaseTransport):
     ) -> httpx.Response:
         upstream = request if plan.content is None else _with_content(request, plan.content)
         response = await self._wrapped.handle_async_request(upstream)
-        if not plan.heal:
-            return response
         if not 200 <= response.status_code < 300:
-            response = await self._parser_error(wire, response)
+            response = await self._parser_error(wire, response, plan)
             if not isinstance(response, _ParserError):
                 return response  # an error the model did not cause: the client's, unchanged
+        elif not plan.heal:
+            return response
         if plan.streaming:
-            session = self._session(wire, plan)
-            run = _HealedStream(
-                self, request, wire, session, response, whole=plan.whole_upstream, judge=judge
-            )
+            session = self._session(wire, plan, request)
+            run = _HealedStream(self, request, wire, plan, session, response, judge=judge)
             return httpx.Response(
                 response.status_code if 200 <= response.status_code < 300 else 200,
                 headers=[
@@ -266,14 +329,17 @@ class HealingTransport(httpx.AsyncBaseTransport):
             await _close_quietly(response)
 
     async def _parser_error(
-        self, wire: WireFormat, response: httpx.Response
+        self, wire: WireFormat, response: httpx.Response, plan: HealPlan | None
     ) -> httpx.Response | _ParserError:
         """``response`` (an error status) as is, or read when its body is a tool-parser error.
 
         A server that could not parse the model's call answers 500 (Ollama, llama-server,
-        vLLM): the model's broken call, healed like any rejected call (issue 17, part 4). The
-        body is read to know; a body longer than :data:`_ERROR_BODY_CAP` is none of theirs and
-        passes unread.
+        vLLM): the model's broken call, healed like any rejected call (issue 17, part 4), when
+        ``plan`` heals (``None``: the request was not planned, it went up as it came). The body
+        is read to know; a body longer than :data:`_ERROR_BODY_CAP` is none of theirs and
+        passes unread. A server's refusal of the request's history is the client's to mend: it
+        passes as the server answered it, with what toolwire knows added
+        (:mod:`.history_refusal`; issue 30), whether the request is healed or not.
         """
         length = response.headers.get("content-length")
         readers = parser_error_readers(wire.provider)
@@ -301,7 +367,13 @@ class HealingTransport(httpx.AsyncBaseTransport):
         await _close_quietly(response)
         content = bytes(head)
         text = content.decode("utf-8", "replace")
-        if read_parser_error(readers, response.status_code, text) is None:
+        facts = read_parser_error(readers, response.status_code, text)
+        if facts is not None and facts.about == "history":
+            refused = _rebuilt(response, content)
+            for name, value in refusal_headers(facts, plan.repaired if plan else {}):
+                refused.headers[name.decode()] = value.decode()
+            return refused
+        if facts is None or plan is None or not plan.heal:
             return _rebuilt(response, content)
         return _ParserError(
             response.status_code,
@@ -355,7 +427,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
             return _Planned(plan, judge)
         return _Uncompiled(plan, stages.stage_for, tools)
 
-    def _session(self, wire: WireFormat, plan: HealPlan) -> HealSession:
+    def _session(self, wire: WireFormat, plan: HealPlan, request: httpx.Request) -> HealSession:
         return HealSession(
             plan.body,
             self.pipeline_for(wire).next_messages,
@@ -363,6 +435,8 @@ class HealingTransport(httpx.AsyncBaseTransport):
             encoder=wire.encoder(plan),
             max_retries=self._max_retries,
             max_tokens_ceiling=self._ceiling,
+            max_tokens_factor=self._factor,
+            constrain=request_constraint(self._constrain, request.headers.get(CONSTRAIN_HEADER)),
             observer=self._telemetry.start(
                 provider_entry(wire.provider).gen_ai_name, adapted=plan.adapted
             ),
@@ -396,14 +470,25 @@ class HealingTransport(httpx.AsyncBaseTransport):
         judge: JudgeStage | None,
     ) -> httpx.Response:
         try:
-            content = await response.aread()
+            content = await read_whole(response)  # capped, once decoded too (issue 29)
         except httpx.RequestError as error:
             # The body broke off (a drop, a stall, garbage): a fault of the network, the
             # session's to answer (the same request once more, or a typed error).
-            session = self._session(wire, plan)
+            session = self._session(wire, plan, request)
             try:
-                return await self._heal_read_completion(
-                    request, wire, session, response, b"", None, judge, session.unread(error)
+                return _with_figures(
+                    await self._heal_read_completion(
+                        request,
+                        wire,
+                        plan,
+                        session,
+                        response,
+                        b"",
+                        None,
+                        judge,
+                        session.unread(error),
+                    ),
+                    session,
                 )
             finally:
                 session.close()
@@ -411,11 +496,14 @@ class HealingTransport(httpx.AsyncBaseTransport):
         first = None if parser_error else wire.read_body(content)
         if first is None and not parser_error and _is_json(content):
             return _rebuilt(response, content)  # an error in a 200, another shape: not ours
-        session = self._session(wire, plan)
+        session = self._session(wire, plan, request)
         try:
             if parser_error:
-                return await self._heal_read_completion(
-                    request, wire, session, response, content, None, judge
+                return _with_figures(
+                    await self._heal_read_completion(
+                        request, wire, plan, session, response, content, None, judge
+                    ),
+                    session,
                 )
             if first is None:
                 # Not JSON at all (or not UTF-8): a 200 the client's SDK could not parse. It is
@@ -427,9 +515,12 @@ class HealingTransport(httpx.AsyncBaseTransport):
                 )
                 failed = _failed(wire, session.feed(unreadable))
                 assert failed is not None  # an unreadable piece always ends in an error
-                return failed
-            return await self._heal_read_completion(
-                request, wire, session, response, content, first, judge
+                return _with_figures(failed, session)
+            return _with_figures(
+                await self._heal_read_completion(
+                    request, wire, plan, session, response, content, first, judge
+                ),
+                session,
             )
         finally:
             session.close()
@@ -438,6 +529,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
         self,
         request: httpx.Request,
         wire: WireFormat,
+        plan: HealPlan,
         session: HealSession,
         response: httpx.Response,
         content: bytes,
@@ -475,13 +567,19 @@ class HealingTransport(httpx.AsyncBaseTransport):
                 continue
             end = None
             if not 200 <= retry.status_code < 300:
+                refused = await self._parser_error(wire, retry, plan)
+                if isinstance(refused, _ParserError):
+                    # The server could not parse the model's output again: the model's broken
+                    # call, judged and asked again like the first one while retries are left.
+                    source = refused
+                    continue
                 # Nothing was sent to the client yet: the server's answer is the answer; but
                 # sending the whole exchange again would repeat the work already spent.
-                session.retry_refused(retry.status_code, b"")
-                retry.headers[_SHOULD_RETRY] = "false"
-                return retry
+                session.retry_refused(refused.status_code, b"")
+                refused.headers[_SHOULD_RETRY] = "false"
+                return refused
             try:
-                retry_content = await retry.aread()
+                retry_content = await read_whole(retry)
             except httpx.RequestError as error:
                 end = session.unread(error)
                 continue
@@ -497,11 +595,19 @@ class HealingTransport(httpx.AsyncBaseTransport):
         failed = _failed(wire, items, session.error_status)
         if failed is not None:
             return failed
-        assert first is not None  # an error body alone always ends in a retry or a failure
-        if not session.rewritten:
+        if first is None:
+            # The upstream's only answer was a tool-parser error whose quote held calls that
+            # passed (issue 30: a 500 quoting a whole, valid call): they are the answer, a 200
+            # in the format's whole shape, since there is no upstream body to fold them into.
+            body = wire.healed_body(wire.empty_body(items), items)
+            healed = _whole(200, [(b"content-type", b"application/json")], _encode(body))
+        elif not session.rewritten:
             return _rebuilt(response, content)
-        body = wire.healed_body(first, items)
-        return _rebuilt(response, _encode(body))
+        else:
+            healed = _rebuilt(response, _encode(wire.healed_body(first, items)))
+        if session.constrained:
+            healed.headers[CONSTRAINED_HEADER] = constrained_header(session.constrained)
+        return healed
 
 
 class _ParserError(httpx.Response):
@@ -547,14 +653,17 @@ class _HealedStream(httpx.AsyncByteStream):
         transport: HealingTransport,
         request: httpx.Request,
         wire: WireFormat,
+        plan: HealPlan,
         session: HealSession,
         response: httpx.Response,
         *,
-        whole: bool = False,
         judge: JudgeStage | None = None,
     ) -> None:
         self._transport = transport
-        self._whole = whole
+        #: The request's plan: whether the server cannot stream it, and how a retry's refusal
+        #: is read (:meth:`HealingTransport._parser_error`).
+        self._plan = plan
+        self._whole = plan.whole_upstream
         #: The planned body, and the judge stage of its tools (see :class:`_Planned`).
         self._planned = (session.body, judge)
         self._request = request
@@ -587,7 +696,7 @@ class _HealedStream(httpx.AsyncByteStream):
                     # The server cannot stream this request: its whole answer, as a stream (a
                     # body that is no completion goes to the runner as is: an in-band error).
                     try:
-                        content = await self._current.aread()
+                        content = await read_whole(self._current)
                     except httpx.RequestError as error:
                         end = session.unread(error)  # it broke off: a fault of the network
                     else:
@@ -627,12 +736,29 @@ class _HealedStream(httpx.AsyncByteStream):
                     break
                 status = self._current.status_code
                 if not 200 <= status < 300:
+                    self._current = await transport._parser_error(
+                        wire, self._current, self._plan
+                    )
+                    if isinstance(self._current, _ParserError):
+                        continue  # the model's broken output again: judged like the first
                     body = await _read_capped(self._current)
                     yield frame(session.retry_refused(status, body))
                     return
         finally:
             session.close()
             await _close_quietly(self._current)
+
+
+def _with_figures(response: httpx.Response, session: HealSession) -> httpx.Response:
+    """``response``, the whole answer of ``session``'s exchange, saying what the exchange took
+    (:attr:`HealSession.figures`, final now: nothing more is asked): the upstream requests
+    tried, the calls toolwire rejected, the calls it passed repaired. Only on a whole answer:
+    a stream's headers go out before anything is judged (``docs/healing.md``)."""
+    figures = session.figures
+    response.headers[ATTEMPTS_HEADER] = str(figures.attempts)
+    response.headers[REJECTED_CALLS_HEADER] = str(figures.rejected_calls)
+    response.headers[REPAIRED_CALLS_HEADER] = str(figures.repaired_calls)
+    return response
 
 
 def _fed(session: HealSession, batch: list[Event]) -> list[WireItem]:
@@ -717,6 +843,17 @@ def _with_content(
         headers=headers,
         content=content,
         extensions=request.extensions,
+    )
+
+
+def _resendable(request: httpx.Request) -> httpx.Request:
+    """``request`` (read), marked :data:`RESENDABLE`: a copy, the client's left as it was."""
+    return httpx.Request(
+        request.method,
+        request.url,
+        headers=request.headers.raw,
+        content=request.content,
+        extensions={**request.extensions, RESENDABLE: True},
     )
 
 

@@ -32,6 +32,8 @@ from toolwire.core.wire import WireItem
 pytestmark = pytest.mark.anyio
 
 CUT_WRITE = '{"path": "notes.txt", "content": "hel'
+#: llama-server's words when it cannot read an earlier call's arguments (in band here).
+HISTORY_WORDS = "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101]"
 
 
 _REQUEST = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
@@ -89,9 +91,11 @@ def _status_error(status: int) -> list[BaseException]:
     """What LiteLLM raised its exception while handling, for an upstream's HTTP ``status``."""
     response = _answered(status)
     sdk = openai.RateLimitError if status == 429 else openai.InternalServerError
+    answered = sdk("scripted", response=response, body=None)
+    answered.__suppress_context__ = True  # the SDK raises it ``from None``
     return [
         OpenAIError(f"scripted {status}"),
-        sdk("scripted", response=response, body=None),
+        answered,
         httpx.HTTPStatusError("scripted", request=_REQUEST, response=response),
     ]
 
@@ -128,6 +132,24 @@ LITELLM_FAILURES: dict[str, Callable[[], BaseException]] = {
     "500": lambda: _raised(InternalServerError("scripted 500"), *_status_error(500)),
     "504": lambda: _raised(Timeout(504), *_status_error(504)),
     "429": lambda: _raised(RateLimitError("scripted 429"), *_status_error(429)),
+    # A streamed retry whose first event is the server's in-band error: LiteLLM's router reads
+    # the first chunk before it returns, and raises; the openai SDK's APIError is the server's.
+    "inband streamed": lambda: _raised(
+        APIConnectionError("OpenAIException - " + HISTORY_WORDS),
+        MidStreamFallbackError("OpenAIException - " + HISTORY_WORDS),
+        openai.APIError(HISTORY_WORDS, request=_REQUEST, body=None),
+    ),
+    # A whole retry answered 200 with a body that is not JSON, or with nothing.
+    "garbage": lambda: _raised(
+        InternalServerError("OpenAIException - Empty or invalid response from LLM endpoint."),
+        OpenAIError("Empty or invalid response from LLM endpoint. Received: 'this is not json'"),
+        OpenAIError("Empty or invalid response from LLM endpoint. Received: 'this is not json'"),
+    ),
+    "empty": lambda: _raised(
+        InternalServerError("OpenAIException - Empty or invalid response from LLM endpoint."),
+        OpenAIError("Empty or invalid response from LLM endpoint."),
+        OpenAIError("Empty or invalid response from LLM endpoint."),
+    ),
 }
 
 
@@ -220,7 +242,7 @@ async def _stream(gateway: ModuleType, router: Router) -> list[WireItem]:
     guardrail._ask_again = router
     data = _request(stream=True)
     plan = guardrail._response_plan(None, data, streaming=True)
-    session = guardrail._session(plan)
+    session = guardrail._session(plan, data)
     sent: list[WireItem] = []
     first = _chunks(_streamed("call_cut", CUT_WRITE, "length"))
     try:
@@ -317,6 +339,68 @@ async def test_a_whole_exchange_whose_retry_failed_is_the_faults_status(
     assert (detail["type"], detail["code"]) == ("toolwire_upstream_error", code)
 
 
+async def test_a_streamed_retry_whose_first_event_is_the_servers_error_is_not_an_http_500(
+    anyio_backend: str, gateway: ModuleType
+) -> None:
+    # LiteLLM's APIConnectionError (status 500) over its MidStreamFallbackError (an
+    # APIStatusError, 503): nothing answered with a status. It is the drop LiteLLM raises for
+    # the same error in the first response's stream: sent again once, then the typed drop,
+    # in the server's words.
+    router = Router(LITELLM_FAILURES["inband streamed"](), LITELLM_FAILURES["inband streamed"]())
+    error = _error(await _stream(gateway, router))
+    assert (error["type"], error["code"]) == ("toolwire_upstream_error", "upstream_dropped")
+    assert "HTTP 500" not in error["message"]
+    assert "HTTP 503" not in error["message"]
+    assert HISTORY_WORDS in error["message"]
+    retry, resent = router.bodies
+    assert resent == retry
+
+
+@pytest.mark.parametrize("failure", ["garbage", "empty"])
+async def test_a_retry_litellm_could_not_read_is_told_in_its_words_with_no_status(
+    anyio_backend: str, gateway: ModuleType, failure: str
+) -> None:
+    router = Router(LITELLM_FAILURES[failure]())
+    error = _error(await _stream(gateway, router))
+    assert error["code"] == "retry_failed"
+    assert "HTTP" not in error["message"]  # the upstream answered 200: no status is made up
+    assert "OpenAIException" in error["message"]  # LiteLLM's words
+    assert len(router.bodies) == 1
+
+
+@pytest.mark.parametrize("status", [504, 429, 500])
+async def test_a_whole_exchange_whose_retry_got_an_error_status_is_that_status(
+    anyio_backend: str, gateway: ModuleType, status: int
+) -> None:
+    # Through the transport (and toolwire serve) a whole exchange's retry answered with an
+    # error status reaches the client with that status and x-should-retry: false; not a 502.
+    http_exception = optional_module("fastapi").HTTPException
+    guardrail = gateway.ToolwireGuardrail()
+    guardrail._ask_again = Router(LITELLM_FAILURES[str(status)]())
+
+    class Whole:
+        def model_dump_json(self) -> str:
+            return json.dumps(_completion("call_cut", CUT_WRITE, "length"))
+
+    with pytest.raises(http_exception) as raised:
+        await guardrail.async_post_call_success_hook(_request(stream=False), None, Whole())
+    assert raised.value.status_code == status
+    assert raised.value.headers == {"x-should-retry": "false"}
+    detail: Any = raised.value.detail
+    assert detail["code"] == "retry_http_status"
+    assert f"the server answered HTTP {status}" in detail["message"]
+
+
+def test_the_status_told_is_the_upstreams_not_litellms_class(gateway: ModuleType) -> None:
+    # LiteLLM's Timeout carries 408 for a stall and the status for an upstream's 504; its
+    # InternalServerError 500 for a refused connection too. httpx's answer says which.
+    assert gateway.answered_status(LITELLM_FAILURES["504"]()) == 504
+    assert gateway.answered_status(LITELLM_FAILURES["429"]()) == 429
+    assert gateway.answered_status(LITELLM_FAILURES["stall"]()) is None
+    assert gateway.answered_status(LITELLM_FAILURES["inband streamed"]()) is None
+    assert gateway.answered_status(LITELLM_FAILURES["garbage"]()) is None
+
+
 def test_an_exception_that_says_nothing_of_the_network_is_no_fault(gateway: ModuleType) -> None:
     # The guardrail's own (no router, an answer it cannot read): the retry's failure, as before.
     assert gateway.unanswered(RuntimeError("the LiteLLM proxy has no router")) is None
@@ -348,7 +432,7 @@ async def test_a_whole_retry_whose_answer_is_no_completion_is_a_typed_error(
     guardrail = gateway.ToolwireGuardrail()
     data = _request(stream=False)
     plan = guardrail._response_plan(None, data, streaming=False)
-    session = guardrail._session(plan)
+    session = guardrail._session(plan, data)
     first = guardrail._wire.body_as_stream(_completion("call_cut", CUT_WRITE, "length"))
     sent: list[WireItem] = []
     try:

@@ -15,6 +15,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
@@ -369,6 +370,46 @@ async def test_a_non_streamed_retry_the_upstream_never_answers_is_a_typed_502_no
     assert len(upstream.requests) == 3  # the first answer, the retry, its one resend
 
 
+async def test_a_non_streamed_retry_answered_504_is_a_504_as_through_the_transport(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    # LiteLLM raises its Timeout for the upstream's 504 (as for a stall); httpx's answer says
+    # it was one. The client gets the status the transport would pass on, never a 502.
+    cut = completion(("call_cut", "write", CUT_ARGUMENTS), finish_reason="length")
+    gateway_timeout = b'{"error": {"message": "scripted gateway timeout", "type": "server"}}'
+    upstream.script(Reply(cut), Reply(gateway_timeout, status=504))
+    async with _client(guarded.base_url) as client:
+        with pytest.raises(openai.APIStatusError) as raised:
+            await client.chat.completions.create(**request(model=MODEL, stream=False))
+    assert raised.value.status_code == 504
+    assert raised.value.response.headers.get("x-should-retry") == "false"
+    told = raised.value.response.json()["error"]["provider_specific_fields"]
+    assert told["code"] == "retry_http_status"
+    assert "the server answered HTTP 504" in told["message"]
+    assert len(upstream.requests) == 2
+
+
+async def test_a_streamed_retry_answered_with_the_servers_in_band_error_is_no_http_500(
+    anyio_backend: str, upstream: HealUpstream, guarded: LiteLLM
+) -> None:
+    # The router reads the retry's first event before it returns, and raises LiteLLM's
+    # APIConnectionError (status 500) over a MidStreamFallbackError: the server answered 200
+    # and said its error in band. The same drop it is in a first response: sent again once,
+    # then the typed drop, in the server's words; never "the server answered HTTP 500".
+    words = "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101]"
+    in_band = sse([{"error": {"code": 500, "message": words, "type": "server_error"}}], done=False)
+    upstream.script(Reply(load_stream(CUT)), Reply(in_band), Reply(in_band))
+    async with _client(guarded.base_url) as client:
+        stream = await client.chat.completions.create(**request(model=MODEL))
+        with pytest.raises(openai.APIError) as raised:
+            await read_stream(stream)
+    told: Any = raised.value.body
+    assert (told["type"], told["code"]) == ("toolwire_upstream_error", "upstream_dropped")
+    assert words in told["message"]
+    assert "HTTP 500" not in told["message"]
+    assert len(upstream.requests) == 3  # the first answer, the retry, its one resend
+
+
 def test_litellms_real_failures_are_told_apart_as_the_unit_tests_assume() -> None:
     """LiteLLM's router, in its own virtualenv, failing a request each way a retry can fail
     (``litellm_errors.py``): toolwire tells a request that got no answer (a drop, a stall) from
@@ -392,6 +433,15 @@ def test_litellms_real_failures_are_told_apart_as_the_unit_tests_assume() -> Non
         assert told[f"stall{streamed}"] == (408, "timeout")
         assert told[f"500{streamed}"] == (500, None)
         assert told[f"504{streamed}"] == (504, None)
+        assert seen[f"500{streamed}"]["answered"] == 500
+        assert seen[f"504{streamed}"]["answered"] == 504
+        assert seen[f"stall{streamed}"]["answered"] is None
+    # LiteLLM's classes carry 500 where the upstream answered 200: neither is an HTTP status.
+    assert told["inband streamed"] == (500, "dropped")  # the drop it is in the first response
+    assert told["garbage"] == (500, None)
+    assert told["empty"] == (500, None)
+    for case in ("inband streamed", "garbage", "empty"):
+        assert seen[case]["answered"] is None, case
     for case, stand_in in LITELLM_FAILURES.items():
         if case in seen:
             chain = [type(link).__name__ for link in _chain(stand_in())]
