@@ -40,8 +40,8 @@ examples:
 
 exit codes:
   130/143  stopped by Ctrl-C / SIGTERM, after in-flight responses finished
-  1    the server could not start (the port is taken, uvicorn is not installed, a worker
-       exited before it was serving)
+  1    the server could not start (the port is taken, uvicorn is not installed, no worker
+       could start)
   2    usage error (a bad option or --config value)
 """
 
@@ -51,6 +51,12 @@ exit codes:
 _KERNEL_BALANCES = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
 #: glibc's ``mallopt`` parameter number (``malloc.h``).
 _M_MMAP_THRESHOLD = -3
+#: The most descriptors asked for when the hard limit is unlimited (macOS refuses more than
+#: its ``kern.maxfilesperproc``, 10,240 by default... or whatever it is: asked, then lowered).
+_SANE_DESCRIPTORS = 65536
+#: Descriptors a process needs beyond its connections: the listening socket, the interpreter's
+#: files, telemetry's and the event loop's own, worker threads' pipes.
+_SPARE_DESCRIPTORS = 64
 
 
 def add_serve_parser(commands: Any) -> None:
@@ -79,6 +85,23 @@ def add_serve_parser(commands: Any) -> None:
         "--max-tokens-ceiling", type=int, help="how far a retry after a cut may raise max_tokens"
     )
     parser.add_argument(
+        "--max-tokens-factor",
+        type=float,
+        help="with --max-tokens-ceiling: a retry after a cut asks for at most this many times "
+        "the client's max_tokens",
+    )
+    parser.add_argument(
+        "--no-constrain",
+        action="store_true",
+        help="re-ask a rejected call freely, never constrained to its tool's schema",
+    )
+    parser.add_argument(
+        "--unconstrained-tool",
+        action="append",
+        metavar="NAME",
+        help="a tool whose re-ask is never constrained (repeat for more)",
+    )
+    parser.add_argument(
         "--no-heal", action="store_true", help="pass everything through (a bare proxy)"
     )
     parser.add_argument("--otlp-endpoint", help="an OTLP/HTTP collector for spans and metrics")
@@ -104,6 +127,9 @@ def run_serve(args: argparse.Namespace) -> int:
         provider=args.provider,
         max_retries=args.max_retries,
         max_tokens_ceiling=args.max_tokens_ceiling,
+        max_tokens_factor=args.max_tokens_factor,
+        constrain=False if args.no_constrain else None,
+        unconstrained_tools=tuple(args.unconstrained_tool) if args.unconstrained_tool else None,
         heal=False if args.no_heal else None,
         otlp_endpoint=args.otlp_endpoint,
         log_level=args.log_level,
@@ -121,6 +147,7 @@ def run_serve(args: argparse.Namespace) -> int:
     if endpoint:
         check_otlp_sdk(endpoint)
     workers = available_cores() if settings.workers == "auto" else settings.workers
+    settings = _fitted_to_descriptors(settings)
     if workers > 1 and not hasattr(os, "fork"):
         raise ConfigurationError("--workers above 1 needs os.fork (Linux, macOS, the BSDs)")
     # Linux spreads the connections of one port over the sockets bound to it with SO_REUSEPORT
@@ -192,6 +219,7 @@ def _serve(
     import uvicorn
 
     from ..serve.app import create_app
+    from ..serve.connections import ClientConnections, guarded_h11_protocol
     from ..serve.telemetry import otlp_providers
 
     providers = None
@@ -204,6 +232,7 @@ def _serve(
                 "process.pid": os.getpid(),
             },
         )
+    connections = ClientConnections(settings.max_client_connections)
     # The providers are flushed at the app's shutdown, before uvicorn ends the process by the
     # signal that stopped it (nothing after ``run`` would run then).
     app = create_app(
@@ -211,6 +240,7 @@ def _serve(
         tracer_provider=providers[0] if providers else None,
         meter_provider=providers[1] if providers else None,
         on_shutdown=providers[2] if providers else None,
+        client_connections=connections,
     )
 
     async def started() -> None:
@@ -220,6 +250,20 @@ def _serve(
 
     config = uvicorn.Config(
         app,
+        # uvicorn's h11 protocol with the deadlines it lacks (serve/connections.py): the head,
+        # each write, the connections counted against the cap. httptools, uvicorn's other
+        # protocol, is not used even where it is installed.
+        http=guarded_h11_protocol(
+            connections,
+            head_timeout=settings.head_timeout,
+            write_timeout=settings.write_timeout,
+            keep_alive_timeout=settings.keep_alive_timeout,
+        ),
+        # A head that arrives in pieces is refused past this (h11's own limit, a 400); one that
+        # arrives at once, by the app (431). Room for the request line beside the headers.
+        h11_max_incomplete_event_size=settings.max_header_bytes + 16 * 1024,
+        # No WebSocket: the app serves none, and an upgraded connection would leave the count.
+        ws="none",
         log_level=settings.log_level,
         timeout_graceful_shutdown=int(settings.graceful_shutdown_seconds),
         lifespan="on",
@@ -235,6 +279,44 @@ def _serve(
     gc.collect()
     gc.freeze()
     uvicorn.Server(config).run(sockets=[listening])
+
+
+def _fitted_to_descriptors(settings: ServeSettings) -> ServeSettings:
+    """``settings``, with the descriptors they need: the soft ``RLIMIT_NOFILE`` raised.
+
+    Each client connection and each upstream connection is a descriptor; at 1,024 (systemd's
+    default soft limit for a service, common in containers) 1,100 idle connections left the
+    proxy unable to accept ``/healthz`` or open an upstream connection (issue 29, H3). The
+    soft limit is raised to the hard one (or :data:`_SANE_DESCRIPTORS` when that is
+    unlimited); when even that cannot hold ``max_client_connections`` beside
+    ``max_connections``, the client cap is lowered to fit, and a line says so.
+    """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover (Windows: no such limit)
+        return settings
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = _SANE_DESCRIPTORS if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        for target in (wanted, _SANE_DESCRIPTORS):
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (min(target, wanted), hard))
+            except (ValueError, OSError):
+                continue
+            break
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return settings
+    room = soft - settings.max_connections - _SPARE_DESCRIPTORS
+    if room >= settings.max_client_connections:
+        return settings
+    cap = max(1, room)
+    sys.stderr.write(
+        f"toolwire serve: {soft} file descriptors (the hard limit) hold {cap} client "
+        f"connections beside max_connections ({settings.max_connections}); "
+        f"max_client_connections lowered from {settings.max_client_connections}\n"
+    )
+    return settings.model_copy(update={"max_client_connections": cap})
 
 
 def _worker_count(value: str) -> int | Literal["auto"]:

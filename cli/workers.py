@@ -32,8 +32,12 @@ What the parent does, and nothing else:
 - **A worker that dies** after it was serving (killed by the OOM killer, a crash) is started
   again at once, under the same number: the other workers and their streams are untouched,
   and a health check that reaches another worker never sees the gap. A worker that dies
-  *before* it was serving would die the same way again: the parent stops the others and
-  exits 1, for the orchestrator to see.
+  *before* it was serving is started again after a pause that doubles with each such death in
+  a row (0.5 s, 1 s, 2 s... up to 30 s): memory short for a moment, a descriptor limit
+  reached, would otherwise stop the whole server while its other workers serve (issue 29, L1:
+  their streams were cut at the shutdown limit). The server stops, and exits 1 for the
+  orchestrator to see, only when no worker can start at all: one died before it was serving
+  while no other worker was alive, serving or starting.
 - **No orphans.** On Linux each worker asks the kernel for SIGTERM when the parent dies
   (``PR_SET_PDEATHSIG``), so even a parent killed by SIGKILL leaves no worker serving.
 """
@@ -67,6 +71,10 @@ _WATCHED = frozenset({*_STOP_SIGNALS, signal.SIGCHLD})
 _PR_SET_PDEATHSIG = 1
 #: The longest the parent sleeps without looking at its workers.
 _POLL_SECONDS = 1.0
+#: The pause before starting again a worker that died before it was serving, doubled with each
+#: such death in a row, up to the second figure.
+_BACKOFF_FIRST_SECONDS = 0.5
+_BACKOFF_MOST_SECONDS = 30.0
 
 
 #: cgroup v2's CPU limit of this process's group: ``"<quota> <period>"`` or ``"max <period>"``.
@@ -119,6 +127,10 @@ class _Supervisor:
         self._serve = serve
         self._stop_timeout = stop_timeout
         self._workers: dict[int, _Worker] = {}
+        #: Workers to start again (by number) once their pause is over: when.
+        self._pending: dict[int, float] = {}
+        #: Deaths before serving in a row, by worker number.
+        self._failures: dict[int, int] = {}
         self._stopped_by: signal.Signals | None = None
         self._failed = False
         self._kill_at = float("inf")
@@ -138,7 +150,7 @@ class _Supervisor:
             for index in range(count):
                 if self._stopped_by is None and not self._failed:
                     self._start(index)
-            while self._workers:
+            while self._workers or self._pending:
                 self._wait()
         finally:
             for sig, handler in previous.items():
@@ -156,8 +168,9 @@ class _Supervisor:
 
     def _wait(self) -> None:
         pipes = {w.ready_pipe: w for w in self._workers.values() if w.ready_pipe is not None}
-        # SIGCHLD and the pipes wake the loop; the timeout is a safety net, and the deadline.
-        timeout = min(_POLL_SECONDS, max(self._kill_at - time.monotonic(), 0.0))
+        # SIGCHLD and the pipes wake the loop; the timeout is a safety net, and the deadlines.
+        due = min(self._pending.values(), default=float("inf"))
+        timeout = min(_POLL_SECONDS, max(min(self._kill_at, due) - time.monotonic(), 0.0))
         readable, _, _ = select.select([self._wake_read.fileno(), *pipes], [], [], timeout)
         for fd in readable:
             if fd in pipes:
@@ -166,6 +179,7 @@ class _Supervisor:
             if signum in _STOP_SIGNALS:
                 self._on_stop(signal.Signals(signum))
         self._reap()
+        self._start_due()
         if time.monotonic() >= self._kill_at:
             self._kill_at = float("inf")  # once; their SIGCHLD wakes the loop
             self._signal_all(signal.SIGKILL)
@@ -174,6 +188,7 @@ class _Supervisor:
         assert worker.ready_pipe is not None
         if os.read(worker.ready_pipe, 16):
             worker.ready = True
+            self._failures.pop(worker.index, None)
         else:  # the worker's end closed: it has exited, or is exiting (reaped on SIGCHLD)
             os.close(worker.ready_pipe)
             worker.ready_pipe = None
@@ -186,6 +201,7 @@ class _Supervisor:
         self._stop_all()
 
     def _stop_all(self) -> None:
+        self._pending.clear()
         self._stop_listening()
         self._kill_at = time.monotonic() + self._stop_timeout
         self._signal_all(signal.SIGTERM)
@@ -212,18 +228,41 @@ class _Supervisor:
                 continue
             ended = _how_it_ended(status)
             if not worker.ready:
-                _say(
-                    f"worker {worker.index} (pid {worker.pid}) {ended} before it was serving; "
-                    "stopping the other workers"
-                )
-                self._failed = True
-                self._stop_all()
+                self._after_failed_start(worker, ended)
                 continue
             replacement = self._start(worker.index)
             _say(
                 f"worker {worker.index} (pid {worker.pid}) {ended}; started it again "
                 f"(pid {replacement.pid})"
             )
+
+    def _after_failed_start(self, worker: _Worker, ended: str) -> None:
+        """``worker`` died before it was serving: start it again after a pause, or stop when
+        no worker is alive to serve meanwhile (none can start at all)."""
+        if not self._workers:
+            _say(
+                f"worker {worker.index} (pid {worker.pid}) {ended} before it was serving, and "
+                "no other worker is serving or starting; stopping"
+            )
+            self._failed = True
+            self._stop_all()
+            return
+        failures = self._failures.get(worker.index, 0) + 1
+        self._failures[worker.index] = failures
+        pause = min(_BACKOFF_FIRST_SECONDS * 2 ** (failures - 1), _BACKOFF_MOST_SECONDS)
+        self._pending[worker.index] = time.monotonic() + pause
+        _say(
+            f"worker {worker.index} (pid {worker.pid}) {ended} before it was serving; "
+            f"starting it again in {pause:g} s"
+        )
+
+    def _start_due(self) -> None:
+        now = time.monotonic()
+        for index, due in sorted(self._pending.items()):
+            if due <= now and self._stopped_by is None and not self._failed:
+                del self._pending[index]
+                started = self._start(index)
+                _say(f"worker {index} started again (pid {started.pid})")
 
     # -- one worker ------------------------------------------------------------------------
 

@@ -45,6 +45,13 @@ class ServeSettings(BaseModel):
     provider: str = "openai-chat"
     max_retries: int = Field(default=2, ge=0, le=10)
     max_tokens_ceiling: int | None = Field(default=None, ge=1)
+    #: With ``max_tokens_ceiling``: a retry after a cut raises the limit to no more than this
+    #: many times the client's own (``docs/healing.md``, "The retry's token budget").
+    max_tokens_factor: float | None = Field(default=None, ge=1)
+    #: The constrained re-ask (``docs/healing.md``): ``False`` turns it off for every request;
+    #: the tools in ``unconstrained_tools`` are never constrained.
+    constrain: bool = True
+    unconstrained_tools: tuple[str, ...] = ()
     truncated_calls: Literal["reject", "allow"] = "reject"
     #: The largest request body accepted (HTTP 413 above it).
     max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
@@ -59,11 +66,35 @@ class ServeSettings(BaseModel):
     max_tools_bytes: int = Field(default=1024 * 1024, ge=1024)
     #: Connections to the upstream, across every client (each stream holds one).
     max_connections: int = Field(default=1000, ge=1)
+    #: How long a request waits for one of those connections before it is the proxy's own
+    #: 503 ``server_busy`` (issue 29, M2: the pool is the proxy's, not the upstream's).
+    pool_timeout: float = Field(default=2.0, gt=0)
     connect_timeout: float = Field(default=10.0, gt=0)
     #: The longest silence of an upstream mid-response (a local model may think for minutes).
     read_timeout: float = Field(default=600.0, gt=0)
     #: How long a stopping server lets in-flight responses finish.
     graceful_shutdown_seconds: float = Field(default=30.0, ge=0)
+    #: Connections from clients one process serves (issue 29, H3); past it a request is a 503
+    #: ``server_busy`` at once and ``/readyz`` fails. Lowered at start-up to what the process's
+    #: file descriptors allow (``docs/serve.md``, "Deadlines and limits").
+    max_client_connections: int = Field(default=1000, ge=1)
+    #: The deadlines of what a client controls (``docs/serve.md``, "Deadlines and limits"):
+    #: the whole request head, from its first byte (or the connection's opening);
+    head_timeout: float = Field(default=10.0, gt=0)
+    #: the body: it must arrive within ``body_timeout`` plus one second per ``min_body_rate``
+    #: bytes received (a minimum average rate, after a grace);
+    body_timeout: float = Field(default=10.0, gt=0)
+    min_body_rate: int = Field(default=16 * 1024, ge=1)
+    #: an idle kept-alive connection (uvicorn's ``timeout_keep_alive``);
+    keep_alive_timeout: float = Field(default=5.0, gt=0)
+    #: a client that reads nothing of what is written to it: its connection is dropped once
+    #: the writes wait this long;
+    write_timeout: float = Field(default=30.0, gt=0)
+    #: and, when set, a whole response (a stream kept alive by pings never ends otherwise).
+    response_timeout: float | None = Field(default=None, gt=0)
+    #: A request head's headers: how many, and their bytes together (HTTP 431 above).
+    max_headers: int = Field(default=100, ge=1)
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024)
     #: Where spans and metrics go (an OTLP/HTTP collector); ``None``: the
     #: ``OTEL_EXPORTER_OTLP_ENDPOINT`` environment variable, or nowhere.
     otlp_endpoint: str | None = None

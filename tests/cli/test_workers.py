@@ -63,19 +63,65 @@ def _left_behind(marker: str) -> list[int]:
     return alive
 
 
-def test_a_worker_that_dies_before_serving_stops_every_worker_and_exits_1() -> None:
+def test_a_worker_that_keeps_dying_before_serving_is_retried_while_another_serves() -> None:
+    # Issue 29, L1: it stopped the whole server (exit 1), cutting the other worker's streams.
     process, marker = _supervised(
         """
         if index == 1:
             raise SystemExit(3)
         ready()
+        print("worker 0 serving", flush=True)
         signal.pause()
+        """
+    )
+    assert process.stderr is not None
+    lines = [process.stderr.readline() for _ in range(2)]
+    assert "worker 1 (pid " in lines[0]
+    assert "exited with code 3 before it was serving; starting it again in 0.5 s" in lines[0]
+    assert "worker 1 started again" in lines[1]
+    # The next death waits twice as long: the parent does not spin on a worker that cannot start.
+    assert "starting it again in 1 s" in process.stderr.readline()
+    assert process.poll() is None  # still serving, on worker 0
+    process.send_signal(signal.SIGTERM)
+    out, _ = process.communicate(timeout=30)
+    assert out.splitlines() == ["worker 0 serving", "<Signals.SIGTERM: 15>"]
+    assert _left_behind(marker) == []
+
+
+def test_a_replacement_that_dies_once_before_serving_is_started_again_and_serves(
+    tmp_path: Path,
+) -> None:
+    failed_once = tmp_path / "failed-once"
+    process, marker = _supervised(
+        f"""
+        import os
+        if index == 1 and not os.path.exists({str(failed_once)!r}):
+            open({str(failed_once)!r}, "w").close()
+            raise SystemExit(3)
+        ready()
+        print(f"worker {{index}} serving", flush=True)
+        signal.pause()
+        """
+    )
+    assert process.stdout is not None
+    serving = {process.stdout.readline().strip() for _ in range(2)}
+    assert serving == {"worker 0 serving", "worker 1 serving"}
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=30)
+    assert out.strip() == "<Signals.SIGTERM: 15>"
+    assert "before it was serving; starting it again in 0.5 s" in err
+    assert _left_behind(marker) == []
+
+
+def test_the_server_stops_only_when_no_worker_can_start_at_all() -> None:
+    process, marker = _supervised(
+        """
+        raise SystemExit(3)
         """
     )
     out, err = process.communicate(timeout=30)
     assert out.strip() == "1"
-    assert "worker 1 (pid " in err
-    assert "exited with code 3 before it was serving; stopping the other workers" in err
+    assert "no other worker is serving or starting; stopping" in err
     assert _left_behind(marker) == []
 
 

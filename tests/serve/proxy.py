@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -71,8 +71,12 @@ def _pump(process: subprocess.Popen[bytes], lines: list[str], ready: threading.E
 
 
 @contextmanager
-def running_proxy(*arguments: str, startup: float = 20.0) -> Iterator[Proxy]:
-    """Start ``toolwire serve --port 0 *arguments``; stop it when the block ends."""
+def running_proxy(
+    *arguments: str, startup: float = 20.0, preexec: Callable[[], None] | None = None
+) -> Iterator[Proxy]:
+    """Start ``toolwire serve --port 0 *arguments``; stop it when the block ends.
+
+    ``preexec`` runs in the child before it becomes the proxy (to set its resource limits)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     process = subprocess.Popen(
@@ -81,6 +85,7 @@ def running_proxy(*arguments: str, startup: float = 20.0) -> Iterator[Proxy]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=env,
+        preexec_fn=preexec,
     )
     lines: list[str] = []
     ready = threading.Event()

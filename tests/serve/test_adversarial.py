@@ -180,6 +180,10 @@ ESCAPES = [
     b"/v1/models%3fx=1",
     b"/v1/models%23x",
     b"/v1/models%00",
+    # A ';' path parameter: Java gateways read "..;" as ".." (issue 29, L4).
+    b"/v1/..;/admin",
+    b"/v1/models;jsessionid=x",
+    b"/v1/..%3b/admin",
 ]
 
 
