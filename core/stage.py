@@ -28,13 +28,16 @@ worker thread (``anyio.to_thread``), so that one turn never stalls the other str
 process. Every other event stays on the fast path. Such a step may also have ``feed_batch`` and
 an ``any_heavy(events: list) -> bool`` method: a batch with no heavy event then goes to
 ``feed_batch`` whole, as any other step's (the judge: a batch of text or argument pieces holds
-no call to judge), instead of event by event.
+no call to judge), instead of event by event. A step that knows better where its heavy work
+should run (the judge sends a call whose schema check is costly to a worker process, because
+the native validator holds the GIL and a thread would still stall the loop) has an async
+``feed_heavy(event) -> list`` method, awaited instead of the worker thread.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from typing import Protocol, runtime_checkable
 
 import anyio.to_thread
@@ -92,8 +95,14 @@ def heavy_batch_check(step: EventStep) -> HeavyBatchCheck | None:
 
 
 async def feed_step(step: EventStep, heavy: HeavyCheck | None, event: Event) -> Iterable[Event]:
-    """``step.feed(event)``, in a worker thread when ``heavy`` says the event is costly."""
+    """``step.feed(event)``, in a worker thread when ``heavy`` says the event is costly (or in
+    the step's own ``feed_heavy``, when it has one)."""
     if heavy is not None and heavy(event):
+        feed_heavy: Callable[[Event], Awaitable[list[Event]]] | None = getattr(
+            step, "feed_heavy", None
+        )
+        if feed_heavy is not None:
+            return await feed_heavy(event)
         return await anyio.to_thread.run_sync(_feed_listed, step, event)
     return step.feed(event)
 

@@ -25,6 +25,8 @@ RejectReason = Literal[
     "too_large",
     "lost_in_transit",
     "server_could_not_parse",
+    # toolwire could not finish checking the arguments in time: nothing was found wrong.
+    "unchecked",
 ]
 
 RepairKind = Literal[

@@ -11,7 +11,8 @@ it runs in a worker thread. What bounds it, whatever the client sends (:class:`T
   native call that holds the GIL, so its size bounds how long the event loop can wait for
   that thread (64 KiB: about 12 ms measured; one of 1 MiB stalled the loop 143 ms);
 - ``max_tools_bytes`` for the whole list: bounds the CPU one request can cost (compiling takes
-  70 to 230 ns per byte: 1 MiB is 70 to 230 ms of a worker thread, once per distinct list).
+  70 to 230 ns per byte, and pricing each schema for the judge, issue 29, about 90 to 200
+  more: 1 MiB is 160 to 430 ms of a worker thread, once per distinct list).
 
 Each check gives a :class:`Refusal`: the HTTP status, the error code and the message of the
 OpenAI-shaped error the client receives, naming the limit that was passed.

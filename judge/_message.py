@@ -95,6 +95,16 @@ def render_message(
         summary = f"its arguments do not match the parameters of `{tool}`:"
         middle = [f"- {line.strip()}" for line in details]
         advice = f"Fix these and call `{tool}` again."
+    elif reason == "unchecked":
+        # toolwire's limit, not the model's mistake: say so, and what would get it through.
+        summary = (
+            f"toolwire could not finish checking its arguments against the parameters of "
+            f"`{tool}` in time. Nothing was found wrong with them."
+        )
+        advice = (
+            f"If the call is still needed, call `{tool}` again with smaller arguments, or split "
+            "the work into several smaller calls."
+        )
     elif reason == "unknown_tool":
         summary = f"there is no tool named `{tool}`."
         advice = "Call one of the available tools by its exact name."

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
+import anyio.to_thread
 import msgspec
 
 from ..core.errors import ConfigurationError
@@ -38,6 +39,8 @@ from ..core.stage import EventStep, SyncStage
 from ..core.verdict import Verdict
 from ..judge import DEFAULT_POLICY, Policy, Toolset, parse_arguments, render_message
 from ..judge._transit import damaged_verdict
+from ..judge._worker import WorkerRequest, unchecked_verdict
+from .judge_process import DEFAULT_CHECK_BUDGET, ON_LOOP_CHECK_NS, ask_worker
 from .server_parsed import judge_server_parsed
 
 __all__ = ["DEFAULT_OFFLOAD_ABOVE", "JudgeStage"]
@@ -54,6 +57,12 @@ class JudgeStage(SyncStage):
 
     ``offload_above``: calls whose arguments are longer (in characters) are judged in a worker
     thread (``anyio.to_thread``); the rest, nearly every call, on the event loop.
+
+    ``check_budget``: a call whose schema check is priced too high for the event loop (see
+    :mod:`toolwire.stages.judge_process`) is judged in a worker process, waiting at most this
+    many seconds for it and then checked for at most as long; past either it is rejected as
+    ``unchecked`` (toolwire could not check it; nothing was found wrong). ``None`` judges it in
+    a worker thread, with no budget (the validator then holds the event loop while it runs).
     """
 
     def __init__(
@@ -63,10 +72,20 @@ class JudgeStage(SyncStage):
         truncated_calls: Literal["reject", "allow"] = "reject",
         *,
         offload_above: int = DEFAULT_OFFLOAD_ABOVE,
+        check_budget: float | None = DEFAULT_CHECK_BUDGET,
     ) -> None:
         if type(offload_above) is not int or offload_above < 0:
             raise ConfigurationError(f"offload_above must be an int >= 0, got {offload_above!r}")
         self.offload_above = offload_above
+        if check_budget is not None and (
+            type(check_budget) not in (int, float) or not 0 < check_budget < float("inf")
+        ):
+            raise ConfigurationError(
+                f"check_budget must be a number of seconds > 0, or None; got {check_budget!r}"
+            )
+        self.check_budget = check_budget
+        #: Each tool's schema as canonical JSON, as a worker process receives it.
+        self._schema_json: dict[str, bytes] = {}
         if truncated_calls not in ("reject", "allow"):
             raise ConfigurationError(
                 f"truncated_calls must be 'reject' or 'allow', got {truncated_calls!r}"
@@ -109,6 +128,55 @@ class JudgeStage(SyncStage):
             arguments_form=call.arguments_form,
             call_id=call.call_id,
         )
+        return self._judged(call, verdict)
+
+    def checks_elsewhere(self, call: ToolCallComplete) -> bool:
+        """Whether ``call``'s schema check is priced too high for the event loop (and so is
+        judged in a worker process: see ``check_budget``)."""
+        if self.check_budget is None or call.server_parse is not None or call.damage is not None:
+            return False
+        if len(call.arguments_raw) > self.policy.max_bytes:
+            return False  # too large: refused before any schema is looked at
+        spec = self.toolset.get(call.name) if self.toolset is not None else None
+        if spec is None or spec.model is not None:
+            return False
+        return spec.checker.costs_more_than(call.arguments_raw, ON_LOOP_CHECK_NS)
+
+    async def judge_elsewhere(self, call: ToolCallComplete) -> Event:
+        """The judged event for a call :meth:`checks_elsewhere`, judged in a worker process
+        within ``check_budget`` (``unchecked`` past it)."""
+        budget = self.check_budget
+        spec = self.toolset.get(call.name) if self.toolset is not None else None
+        assert budget is not None
+        assert spec is not None
+        schema_json = self._schema_json.get(spec.name)
+        if schema_json is None:
+            schema_json = _canonical(spec.json_schema)
+            self._schema_json[spec.name] = schema_json
+        request = WorkerRequest(
+            raw=call.arguments_raw,
+            tool=call.name,
+            schema_json=schema_json,
+            policy=self.policy,
+            truncated=call.truncated,
+            arguments_form=call.arguments_form,
+            call_id=call.call_id,
+        )
+        answer = await ask_worker(request, budget)
+        if isinstance(answer, str):
+            verdict = unchecked_verdict(
+                raw=call.arguments_raw,
+                tool=call.name,
+                call_id=call.call_id,
+                budget=budget,
+                why=answer,
+                truncated=call.truncated is True,
+            )
+            return ToolCallRejected(call=call, verdict=verdict)
+        return self._judged(call, answer)
+
+    def _judged(self, call: ToolCallComplete, verdict: Verdict) -> Event:
+        """The judged event for ``call`` and the judge's ``verdict`` on its text."""
         if verdict.outcome == "rejected":
             if verdict.reason == "truncated" and _closed_by_its_markup(call):
                 verdict = _unterminated_in_markup(verdict, call)
@@ -121,6 +189,9 @@ class JudgeStage(SyncStage):
         if verdict.outcome == "repaired":
             return ToolCallRepaired(call=call, verdict=verdict)
         return ToolCallReady(call=call, verdict=verdict)
+
+
+_canonical = msgspec.json.Encoder(order="sorted").encode
 
 
 def _found_cut(event: Event) -> bool:
@@ -218,8 +289,17 @@ class _JudgeStep:
         self._cut_unseen = False
 
     def is_heavy(self, event: Event) -> bool:
-        """A call this large is judged in a worker thread (see ``JudgeStage.offload_above``)."""
-        return type(event) is ToolCallComplete and len(event.arguments_raw) > self._limit
+        """A call this large is judged in a worker thread (see ``JudgeStage.offload_above``),
+        and one whose schema check is costly in a worker process (``check_budget``)."""
+        return type(event) is ToolCallComplete and (
+            len(event.arguments_raw) > self._limit or self._stage.checks_elsewhere(event)
+        )
+
+    async def feed_heavy(self, event: Event) -> list[Event]:
+        """:meth:`feed` for an event :meth:`is_heavy` chose, away from the event loop."""
+        if type(event) is ToolCallComplete and self._stage.checks_elsewhere(event):
+            return self._noted(event, [await self._stage.judge_elsewhere(event)])
+        return await anyio.to_thread.run_sync(_feed_listed, self, event)
 
     def any_heavy(self, events: list[Event]) -> bool:
         """Whether a batch holds a call :meth:`is_heavy` would send to a worker thread."""
@@ -241,13 +321,21 @@ class _JudgeStep:
                 judged = self._stage.judge_all(event)
             else:
                 judged = [self._stage.judge(event)]
-            if not event.truncated and any(map(_found_cut, judged)):
-                self._cut_unseen = True
-            return judged
+            return self._noted(event, judged)
         if type(event) is Finish and self._cut_unseen:
             self._cut_unseen = False
             return (_finish_cut(event),)
         return (event,)
 
+    def _noted(self, call: ToolCallComplete, judged: list[Event]) -> list[Event]:
+        """``judged``, after noting a cut the stream had not seen (see the module docstring)."""
+        if not call.truncated and any(map(_found_cut, judged)):
+            self._cut_unseen = True
+        return judged
+
     def finish(self) -> Iterable[Event]:
         return ()
+
+
+def _feed_listed(step: _JudgeStep, event: Event) -> list[Event]:
+    return list(step.feed(event))
