@@ -29,6 +29,7 @@ __all__ = [
     "adapt_messages",
     "chat_provider_names",
     "check_max_tokens",
+    "closes_after_stream",
     "heal_formats",
     "history_format",
     "open_mapper",
@@ -36,6 +37,7 @@ __all__ = [
     "provider_names",
     "read_request",
     "reads_text_calls_behind",
+    "reask_format",
     "upstream_chat_provider",
     "upstream_names",
 ]
@@ -166,6 +168,13 @@ def reads_text_calls_behind(name: str, upstream: str) -> bool:
     return entry.served_by_local_servers and provider(upstream).reads_text_calls
 
 
+def closes_after_stream(upstream: str) -> bool:
+    """Whether a server of kind ``upstream`` (:func:`upstream_names`) closes its connection
+    after every streamed answer, whatever its headers say (its profile's
+    ``closes_after_stream``: llama-server). :class:`ConfigurationError` for an unknown kind."""
+    return CHAT_PROFILES[upstream_chat_provider(upstream)].closes_after_stream
+
+
 def heal_formats(upstream: str, settings: HealSettings | None = None) -> list[WireFormat]:
     """The healing formats of a transport, one per endpoint: Chat Completions first, then the
     others in the order their endpoints are tried.
@@ -177,7 +186,11 @@ def heal_formats(upstream: str, settings: HealSettings | None = None) -> list[Wi
     endpoint. :class:`ConfigurationError` when ``upstream`` is none of those names.
     """
     chat_provider = upstream_chat_provider(upstream)
-    settings = settings or HealSettings()
+    settings = msgspec.structs.replace(
+        settings or HealSettings(),
+        upstream=upstream,
+        upstream_local=provider(upstream).reads_text_calls,
+    )
     names = [chat_provider, *(name for name in _PACKAGES if name not in CHAT_PROFILES)]
     formats: list[WireFormat] = []
     for name in names:
@@ -185,3 +198,16 @@ def heal_formats(upstream: str, settings: HealSettings | None = None) -> list[Wi
         opened = opener(settings) if opener is not None else ()
         formats += opened if isinstance(opened, tuple) else (opened,)
     return formats
+
+
+def reask_format(name: str) -> WireFormat | None:
+    """The healing format of provider ``name``, as a pipeline of that name asks its own server
+    again (``Pipeline.constrained_request``): the upstream is the server ``name`` names (a local
+    server's Chat profile, or the hosted API of a format); ``None`` when it is not healed."""
+    entry = provider(name)
+    opener = entry.open_heal_format
+    if opener is None:
+        return None
+    settings = HealSettings(upstream=name, upstream_local=entry.reads_text_calls)
+    opened = opener(settings)
+    return opened[0] if isinstance(opened, tuple) else opened

@@ -157,7 +157,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
     ``max_tokens_factor`` to no more than that many times the client's own. ``constrain``
     (on by default) asks a re-ask after a rejected call for a call to that call's tool in its
     schema, in the server's own way, but for the tools in ``unconstrained_tools`` and the
-    requests that say ``toolwire-constrain: off`` (``docs/healing.md``).
+    requests that say ``x-toolwire-constrain: off`` (``docs/healing.md``).
     ``policy`` and ``truncated_calls`` are the judge's (:class:`toolwire.Pipeline`);
     ``tracer_provider``, ``meter_provider``, ``capture_content`` and ``redact`` are where the
     spans and metrics of every response and of the healing go (``docs/healing.md``).
@@ -736,9 +736,7 @@ class _HealedStream(httpx.AsyncByteStream):
                     break
                 status = self._current.status_code
                 if not 200 <= status < 300:
-                    self._current = await transport._parser_error(
-                        wire, self._current, self._plan
-                    )
+                    self._current = await transport._parser_error(wire, self._current, self._plan)
                     if isinstance(self._current, _ParserError):
                         continue  # the model's broken output again: judged like the first
                     body = await _read_capped(self._current)

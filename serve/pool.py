@@ -28,7 +28,11 @@ from typing import Any
 
 from httpcore import AsyncConnectionInterface, AsyncConnectionPool, Origin
 
-__all__ = ["UpstreamPool"]
+__all__ = ["NEW_CONNECTION", "UpstreamPool"]
+
+#: The request extension that asks for a new connection, never a kept-alive one: the resend of
+#: a request whose kept-alive connection closed before answering (:mod:`.upstream`).
+NEW_CONNECTION = "toolwire.new_connection"
 
 
 class UpstreamPool(AsyncConnectionPool):
@@ -64,7 +68,11 @@ class UpstreamPool(AsyncConnectionPool):
         for request in self._requests:
             if not request.is_queued():
                 continue
-            given = self._connection_for(request.request.url.origin, closing)
+            given = self._connection_for(
+                request.request.url.origin,
+                closing,
+                reuse=NEW_CONNECTION not in request.request.extensions,
+            )
             if given is None:
                 break  # none free and no room: the rest wait for the next pass
             request.assign_to_connection(given)
@@ -72,11 +80,11 @@ class UpstreamPool(AsyncConnectionPool):
         return closing
 
     def _connection_for(
-        self, origin: Origin, closing: list[AsyncConnectionInterface]
+        self, origin: Origin, closing: list[AsyncConnectionInterface], *, reuse: bool = True
     ) -> AsyncConnectionInterface | None:
-        """A free connection to ``origin`` that has not expired, or a new one if there is room
-        (closing a free connection to another origin to make it), or ``None``."""
-        for key, connection in list(self._free.items()):
+        """A free connection to ``origin`` that has not expired (unless not ``reuse``), or a new
+        one if there is room (closing a free connection to make it), or ``None``."""
+        for key, connection in list(self._free.items()) if reuse else ():
             if not connection.can_handle_request(origin):
                 continue
             if connection.has_expired():

