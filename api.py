@@ -38,10 +38,13 @@ from .core.results import ToolResult
 from .core.runner import run_pipeline
 from .core.stage import Stage, SyncStage
 from .core.turn import Turn, TurnBuilder
+from .core.wire import Constraint
 from .judge import DEFAULT_POLICY, Policy, Toolset
 from .loop.history import check_history, ensure_well_formed, next_messages, repair_history
+from .loop.reask import constrained_request
 from .stages.judge import JudgeStage
 from .stages.judge_cache import JudgeStageCache
+from .stages.judge_process import DEFAULT_CHECK_BUDGET, checked_budget
 from .stages.policy import RepairLoopGuard, StopPolicyStage, normalize_stop_on
 from .stages.telemetry.observer import (
     NullObserver,
@@ -77,6 +80,10 @@ class PipelineOptions(TypedDict, total=False):
     - ``policy``: the repairs allowed (``toolwire.DEFAULT_POLICY``, ``toolwire.STRICT_POLICY``).
     - ``judge``: ``False`` leaves calls unjudged (``ToolCallComplete``, never runnable).
     - ``truncated_calls``: whether a cut call whose text parses may run (:data:`TruncatedCalls`).
+    - ``judge_budget``: seconds a call whose schema check is too costly for the event loop may
+      wait for a worker process, then as many for its check; past either it is rejected as
+      ``unchecked``, blaming no one (2.0; ``None``: such calls are checked in a worker thread
+      with no budget, holding the event loop while they run; ``docs/repairs.md``).
     - ``stop_on``: the conditions that stop a turn (a ``TurnStopped`` event after ``Finish``).
     - ``loop_guard``: counts repeated rejections across the turns of one agent run.
     - ``stages``: your stages, run after the adapter and before the judge, in the order given.
@@ -97,6 +104,7 @@ class PipelineOptions(TypedDict, total=False):
     policy: Policy | None
     judge: bool
     truncated_calls: TruncatedCalls
+    judge_budget: float | None
     stop_on: Iterable[str] | None
     loop_guard: RepairLoopGuard | None
     stages: Sequence[Stage | SyncStage]
@@ -179,13 +187,18 @@ class Pipeline:
         request_model = options.get("request_model")
         if request_model is not None and not isinstance(request_model, str):
             raise ConfigurationError(f"request_model must be a str, got {request_model!r}")
+        budget = checked_budget(options.get("judge_budget", DEFAULT_CHECK_BUDGET), "judge_budget")
         set_slot = object.__setattr__
         set_slot(self, "_provider", provider)
         set_slot(self, "_options", MappingProxyType(dict(options)))
         set_slot(
             self,
             "_judge_stages",
-            JudgeStageCache(options.get("policy"), options.get("truncated_calls", "reject")),
+            JudgeStageCache(
+                options.get("policy"),
+                options.get("truncated_calls", "reject"),
+                check_budget=budget,
+            ),
         )
         set_slot(self, "_conditions", conditions)
         set_slot(self, "_user_stages", user_stages)
@@ -257,6 +270,7 @@ class Pipeline:
             tools=tools,
             policy=self._options.get("policy"),
             truncated_calls=self._options.get("truncated_calls", "reject"),
+            check_budget=self._options.get("judge_budget", DEFAULT_CHECK_BUDGET),
         )
 
     def _plan(self, facts: RequestFacts | None, judge_stage: JudgeStage | None) -> _Run:
@@ -303,7 +317,7 @@ class Pipeline:
         """
         if request is None:
             return self._default_run
-        facts = read_request(self._provider, request)
+        facts = read_request(self._provider, _request_body(request))
         default = self._default_run
         stage: JudgeStage | None = None
         if self._options.get("judge", True):
@@ -382,7 +396,10 @@ class Pipeline:
                 add_many(batch)
         finally:
             await batches.aclose()
-        return builder.build()
+        turn = builder.build()
+        if isinstance(request, Constraint) and request.applied:
+            turn = msgspec.structs.replace(turn, constrained_to=request.tool)
+        return turn
 
     def _observer(self, provider_name: str, run: _Run) -> TurnObserver | NullObserver:
         return start_observer(
@@ -397,6 +414,22 @@ class Pipeline:
     def next_messages(self, turn: Turn, results: Sequence[ToolResult]) -> list[dict[str, Any]]:
         """The messages to append after ``turn``: the assistant message, then every result."""
         return next_messages(turn, results, self._provider)
+
+    def constrained_request(
+        self,
+        request: Mapping[str, Any],
+        turn: Turn,
+        *,
+        unconstrained_tools: Iterable[str] = (),
+    ) -> Constraint:
+        """``request``, the re-ask after ``turn`` (its history holds ``next_messages``),
+        asking this provider's server for a call to the tool of ``turn``'s rejected call whose
+        arguments its own engine keeps to the tool's schema; the request unchanged when it
+        cannot be (``skipped`` says why). Send its ``body``; pass it as ``request=`` to
+        :meth:`collect` and the turn says ``constrained_to`` (``docs/agent-loop.md``)."""
+        return constrained_request(
+            request, turn, self._provider, unconstrained_tools=unconstrained_tools
+        )
 
     def adapt_messages(self, messages: Sequence[Any]) -> list[Any]:
         """``messages`` rewritten into the form this provider's server accepts (a new list).
@@ -443,6 +476,18 @@ def _text_call_stage(provider_name: str, choice: object) -> TextCallStage | None
             f"text_calls must be 'auto', 'off' or a list of families, got {choice!r}"
         )
     return TextCallStage(choice) if choice else None
+
+
+def _request_body(request: Any) -> Any:
+    """The body a ``request=`` stands for: itself, or a constrained re-ask's body."""
+    if not isinstance(request, Constraint):
+        return request
+    if request.body is None:
+        raise ConfigurationError(
+            "request= was given a Constraint with no body (a healing session's, not "
+            "Pipeline.constrained_request's): pass the request that was sent"
+        )
+    return request.body
 
 
 def _checked_stages(stages: object) -> tuple[Stage | SyncStage, ...]:

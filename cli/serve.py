@@ -102,6 +102,13 @@ def add_serve_parser(commands: Any) -> None:
         help="a tool whose re-ask is never constrained (repeat for more)",
     )
     parser.add_argument(
+        "--judge-budget",
+        type=float,
+        metavar="SECONDS",
+        help="how long a call too costly to check on the event loop may wait for a worker "
+        "process, then be checked there, before it is rejected as unchecked (default 2)",
+    )
+    parser.add_argument(
         "--no-heal", action="store_true", help="pass everything through (a bare proxy)"
     )
     parser.add_argument("--otlp-endpoint", help="an OTLP/HTTP collector for spans and metrics")
@@ -130,6 +137,7 @@ def run_serve(args: argparse.Namespace) -> int:
         max_tokens_factor=args.max_tokens_factor,
         constrain=False if args.no_constrain else None,
         unconstrained_tools=tuple(args.unconstrained_tool) if args.unconstrained_tool else None,
+        judge_budget=args.judge_budget,
         heal=False if args.no_heal else None,
         otlp_endpoint=args.otlp_endpoint,
         log_level=args.log_level,

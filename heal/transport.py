@@ -80,6 +80,7 @@ from ..core.wire import HealPlan, HealSettings, WireFormat, WireItem
 from ..judge import Policy
 from ..stages.judge import JudgeStage
 from ..stages.judge_cache import tool_list_key
+from ..stages.judge_process import DEFAULT_CHECK_BUDGET
 from ..stages.telemetry.observer import Redactor
 from ..stages.text_calls import readers_for
 from .history_refusal import HISTORY_REFUSED_HEADER as HISTORY_REFUSED_HEADER
@@ -88,6 +89,7 @@ from .options import CONSTRAIN_HEADER as CONSTRAIN_HEADER
 from .options import CONSTRAINED_HEADER as CONSTRAINED_HEADER
 from .options import checked_factor, checked_names, constrained_header, request_constraint
 from .refusal import Refusal, ToolLimits, compiled_or_refusal, tools_refusal
+from .request_body import unreadable_refusal
 from .session import AttemptEnd, HealSession
 from .telemetry import HealTelemetry
 from .whole_body import read_whole
@@ -158,12 +160,17 @@ class HealingTransport(httpx.AsyncBaseTransport):
     (on by default) asks a re-ask after a rejected call for a call to that call's tool in its
     schema, in the server's own way, but for the tools in ``unconstrained_tools`` and the
     requests that say ``x-toolwire-constrain: off`` (``docs/healing.md``).
-    ``policy`` and ``truncated_calls`` are the judge's (:class:`toolwire.Pipeline`);
+    ``policy``, ``truncated_calls`` and ``judge_budget`` are the judge's
+    (:class:`toolwire.Pipeline`; ``judge_budget`` bounds the check of a call too costly for
+    the event loop, ``docs/repairs.md``);
     ``tracer_provider``, ``meter_provider``, ``capture_content`` and ``redact`` are where the
     spans and metrics of every response and of the healing go (``docs/healing.md``).
     ``reasoning_field`` is the delta key reasoning is sent under. ``tool_limits`` bounds the
     tools one request may offer (:class:`~toolwire.heal.refusal.ToolLimits`): a request over
-    them, or with a tool the judge cannot use, is answered HTTP 400 here and never sent.
+    them, or with a tool the judge cannot use, is answered HTTP 400 here and never sent; so is
+    a request to a healed endpoint whose body the healing cannot read (``NaN``, ``1e400``, a
+    byte order mark, a lone surrogate, bytes that are not UTF-8, no JSON:
+    :mod:`~toolwire.heal.request_body`), which went upstream unhealed in silence before.
     """
 
     def __init__(
@@ -184,6 +191,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
         max_tokens_factor: float | None = None,
         constrain: bool = True,
         unconstrained_tools: Iterable[str] = (),
+        judge_budget: float | None = DEFAULT_CHECK_BUDGET,
     ) -> None:
         formats = heal_formats(provider, HealSettings(reasoning_field=reasoning_field))
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
@@ -213,6 +221,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
                 name,
                 policy=policy,
                 truncated_calls=truncated_calls,
+                judge_budget=judge_budget,
                 tracer_provider=tracer_provider,
                 meter_provider=meter_provider,
                 capture_content=capture_content,
@@ -407,7 +416,10 @@ class HealingTransport(httpx.AsyncBaseTransport):
     ) -> _Planned | Refusal | _Uncompiled | None:
         plan = wire.plan_request(content)
         if plan is None:
-            return None
+            # Not planned: readable and not healed, or a body msgspec cannot read that a lax
+            # upstream may (``NaN``, a BOM, a lone surrogate...): that would go up unhealed in
+            # silence, so it is refused, naming why (issue 29, M3).
+            return unreadable_refusal(content)
         try:
             tools = read_request(wire.provider, plan.body).tools
         except ConfigurationError as error:

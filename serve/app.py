@@ -132,6 +132,7 @@ class ProxyApp:
                 constrain=settings.constrain,
                 unconstrained_tools=settings.unconstrained_tools,
                 truncated_calls=settings.truncated_calls,
+                judge_budget=settings.judge_budget,
                 tracer_provider=tracer_provider,
                 meter_provider=meter_provider,
                 capture_content=settings.capture_content,

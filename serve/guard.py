@@ -11,7 +11,8 @@ OpenAI-shaped error the proxy answers) or ``None`` when the request may go on:
   backslash, ``?``, ``#``, ``;`` or a control character. Every other path keeps the
   upstream's base. (``;`` starts a path parameter: Java gateways read ``/v1/..;/admin`` as
   ``/v1/../admin``, issue 29, L4.)
-- :func:`body_refusal`: a body toolwire would read differently from a lax upstream: duplicate
+- :func:`body_refusal` (:mod:`toolwire.heal.request_body`, where the library shell reads
+  it too): a body toolwire would read differently from a lax upstream: duplicate
   keys (which one wins differs between parsers), a ``stream`` that is not a boolean or
   ``tools`` that are not a list (``"stream": "true"`` is streamed by some servers and not by
   toolwire), JSON nested too deeply to read; and a body the healing cannot read at all
@@ -36,20 +37,17 @@ which some frameworks let a request name another method or URL than its own.
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
 from urllib.parse import unquote
 
-import jiter
-import msgspec
-
 from ..heal.refusal import Refusal
+from ..heal.request_body import READ_AT_ONCE_UP_TO as READ_AT_ONCE_UP_TO
+from ..heal.request_body import body_refusal as body_refusal
 
 __all__ = [
     "HOP_BY_HOP",
+    "READ_AT_ONCE_UP_TO",
     "Refusal",
     "body_refusal",
     "declared_length",
@@ -197,146 +195,3 @@ def declared_length(headers: Iterable[tuple[bytes, bytes]]) -> int | None:
         if name.lower() == b"content-length" and value.isdigit():
             return int(value)
     return None
-
-
-def _unique_keys(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _DuplicateKeyError(key)
-        seen[key] = value
-    return seen
-
-
-class _DuplicateKeyError(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-class _NoJSONNumberError(ValueError):
-    """A number Python's ``json`` reads and JSON has none for (``NaN``, ``1e400``)."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-
-def _no_constant(text: str) -> Any:
-    raise _NoJSONNumberError(text)
-
-
-def _finite(text: str) -> float:
-    number = float(text)
-    if math.isinf(number):
-        raise _NoJSONNumberError(text)
-    return number
-
-
-#: A UTF-16 surrogate escape with no partner (what JavaScript writes for half an emoji).
-_LONE_SURROGATE = re.compile(
-    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
-    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-)
-_BOM = b"\xef\xbb\xbf"
-
-
-#: The largest body :func:`body_refusal` reads with jiter (the app reads larger ones in a worker
-#: thread, ``serve/app.py``).
-READ_AT_ONCE_UP_TO = 64 * 1024
-
-
-def body_refusal(content: bytes) -> Refusal | None:
-    """The refusal of a body toolwire would read differently from the upstream, or ``None``.
-
-    A body that is not JSON passes (untouched, as it did): it is not toolwire's to read.
-
-    A body of up to :data:`READ_AT_ONCE_UP_TO` bytes (read on the event loop) is read by jiter
-    first: in Rust, duplicate keys caught as it goes, in about 0.6x the time of the standard
-    library's parser calling a Python check per object (``docs/serve.md``). Anything jiter
-    does not read whole (a duplicate key, nesting past its depth of 200, ``NaN``, a byte order
-    mark, a lone surrogate, no JSON at all), or that msgspec then refuses (jiter reads ``1e400``
-    as infinity), is read again by the standard library, which gives the verdict and the exact
-    key as before. (msgspec's read costs 3 us for a 0.5 KB body, 32 us for 23 KB; a regular
-    expression looking for such numbers cost 200 to 600 us.) A larger body is the standard
-    library's alone: it is read in a worker thread, and the Python check per object lets the
-    event loop take the GIL back as it goes, where jiter would hold it for the whole body
-    (64 ms for 10 MB).
-
-    The body is the request of an endpoint the healing reads (the app asks only then): one that
-    is not JSON msgspec reads (it plans the healing) is refused, naming why. It used to go
-    upstream unhealed in silence (issue 29, M3): Python's ``json`` reads ``NaN``, ``1e400``, a
-    byte order mark and a lone surrogate, and many servers are written with it.
-    """
-    if len(content) > READ_AT_ONCE_UP_TO:
-        return _refusal_read_slowly(content)
-    try:
-        body = jiter.from_json(content, catch_duplicate_keys=True, allow_inf_nan=False)
-        msgspec.json.decode(content)  # the healing's own reader must read it too
-    except (ValueError, msgspec.DecodeError):
-        return _refusal_read_slowly(content)
-    return _typed_refusal(body)
-
-
-def _refusal_read_slowly(content: bytes) -> Refusal | None:
-    if content.startswith(_BOM):
-        return _unreadable("it starts with a UTF-8 byte order mark, which JSON does not allow")
-    try:
-        body = json.loads(
-            content,
-            object_pairs_hook=_unique_keys,
-            parse_constant=_no_constant,
-            parse_float=_finite,
-        )
-    except _DuplicateKeyError as error:
-        return Refusal(
-            400,
-            "invalid_request",
-            f"the request body has the key {error.key!r} twice in one object; toolwire "
-            "and the upstream could read different values",
-        )
-    except _NoJSONNumberError as error:
-        return _unreadable(f"it holds {error.text[:40]}, a number JSON has no form for")
-    except RecursionError:
-        return Refusal(400, "invalid_request", "the request body is nested too deeply")
-    except UnicodeDecodeError:
-        return _unreadable("it is not UTF-8")
-    except ValueError:
-        return _unreadable("it is not JSON")
-    refusal = _typed_refusal(body)
-    if refusal is not None:
-        return refusal
-    try:
-        msgspec.json.decode(content)  # the healing's own reader must read it too
-    except msgspec.DecodeError as error:
-        if _LONE_SURROGATE.search(content):
-            return _unreadable(
-                "it holds a lone UTF-16 surrogate escape (such as \\ud83d, half of an "
-                "emoji), which no UTF-8 text can carry"
-            )
-        return _unreadable(str(error))
-    return None
-
-
-def _unreadable(why: str) -> Refusal:
-    return Refusal(
-        400,
-        "invalid_request",
-        f"toolwire cannot read this request's JSON to heal it: {why}. It was not sent upstream, "
-        "where it would have gone unhealed",
-    )
-
-
-def _typed_refusal(body: object) -> Refusal | None:
-    """The refusal of a JSON body whose ``stream`` or ``tools`` has a type no API takes."""
-    if isinstance(body, dict):
-        if "stream" in body and not isinstance(body["stream"], bool | None):
-            return _wrong_type("stream", "a boolean", body["stream"])
-        if "tools" in body and not isinstance(body["tools"], list | None):
-            return _wrong_type("tools", "a list", body["tools"])
-    return None
-
-
-def _wrong_type(key: str, expected: str, value: object) -> Refusal:
-    got = type(value).__name__
-    return Refusal(400, "invalid_request", f"{key!r} must be {expected}, not {got} {value!r:.40}")

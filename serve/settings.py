@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..adapters.registry import upstream_names
 from ..core.errors import ConfigurationError
+from ..stages.judge_process import DEFAULT_CHECK_BUDGET
 
 __all__ = ["ServeSettings", "load_settings", "worker_count"]
 
@@ -53,6 +54,11 @@ class ServeSettings(BaseModel):
     constrain: bool = True
     unconstrained_tools: tuple[str, ...] = ()
     truncated_calls: Literal["reject", "allow"] = "reject"
+    #: Seconds a call whose schema check is too costly for the event loop may wait for a
+    #: worker process, then as many for its check; past either it is rejected as ``unchecked``
+    #: (``Pipeline(judge_budget=...)``, ``docs/repairs.md``). No "no budget" here: on a shared
+    #: proxy such a check would hold every client's event loop while it runs (issue 29, H2).
+    judge_budget: float = Field(default=DEFAULT_CHECK_BUDGET, gt=0, allow_inf_nan=False)
     #: The largest request body accepted (HTTP 413 above it).
     max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     #: The bodies of every request in flight together (HTTP 503 above it): what bounds the

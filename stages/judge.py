@@ -40,7 +40,7 @@ from ..core.verdict import Verdict
 from ..judge import DEFAULT_POLICY, Policy, Toolset, parse_arguments, render_message
 from ..judge._transit import damaged_verdict
 from ..judge._worker import WorkerRequest, unchecked_verdict
-from .judge_process import DEFAULT_CHECK_BUDGET, ON_LOOP_CHECK_NS, ask_worker
+from .judge_process import DEFAULT_CHECK_BUDGET, ON_LOOP_CHECK_NS, ask_worker, checked_budget
 from .server_parsed import judge_server_parsed
 
 __all__ = ["DEFAULT_OFFLOAD_ABOVE", "JudgeStage"]
@@ -77,13 +77,7 @@ class JudgeStage(SyncStage):
         if type(offload_above) is not int or offload_above < 0:
             raise ConfigurationError(f"offload_above must be an int >= 0, got {offload_above!r}")
         self.offload_above = offload_above
-        if check_budget is not None and (
-            type(check_budget) not in (int, float) or not 0 < check_budget < float("inf")
-        ):
-            raise ConfigurationError(
-                f"check_budget must be a number of seconds > 0, or None; got {check_budget!r}"
-            )
-        self.check_budget = check_budget
+        self.check_budget = checked_budget(check_budget)
         #: Each tool's schema as canonical JSON, as a worker process receives it.
         self._schema_json: dict[str, bytes] = {}
         if truncated_calls not in ("reject", "allow"):

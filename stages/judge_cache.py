@@ -24,6 +24,7 @@ import msgspec
 
 from ..judge import Policy
 from .judge import JudgeStage
+from .judge_process import DEFAULT_CHECK_BUDGET
 
 __all__ = ["JudgeStageCache", "ToolListKey", "tool_list_key"]
 
@@ -34,10 +35,20 @@ class JudgeStageCache:
     """The judge stages of the most recently used tool lists (least recent goes first).
 
     At most ``size`` lists and ``max_bytes`` of their canonical JSON together; a list larger
-    than ``max_bytes`` alone is compiled and not kept.
+    than ``max_bytes`` alone is compiled and not kept. Each stage is built with ``policy``,
+    ``truncated_calls`` and ``check_budget`` (:class:`~toolwire.stages.judge.JudgeStage`).
     """
 
-    __slots__ = ("_bytes", "_lock", "_max_bytes", "_policy", "_size", "_stages", "_truncated_calls")
+    __slots__ = (
+        "_bytes",
+        "_check_budget",
+        "_lock",
+        "_max_bytes",
+        "_policy",
+        "_size",
+        "_stages",
+        "_truncated_calls",
+    )
 
     def __init__(
         self,
@@ -45,9 +56,12 @@ class JudgeStageCache:
         truncated_calls: Literal["reject", "allow"],
         size: int = 64,
         max_bytes: int = 16 * 1024 * 1024,
+        *,
+        check_budget: float | None = DEFAULT_CHECK_BUDGET,
     ) -> None:
         self._policy = policy
         self._truncated_calls = truncated_calls
+        self._check_budget = check_budget
         self._size = size
         self._max_bytes = max_bytes
         self._bytes = 0
@@ -102,7 +116,12 @@ class JudgeStageCache:
         return stage
 
     def _build(self, tools: Any) -> JudgeStage:
-        return JudgeStage(tools=tools, policy=self._policy, truncated_calls=self._truncated_calls)
+        return JudgeStage(
+            tools=tools,
+            policy=self._policy,
+            truncated_calls=self._truncated_calls,
+            check_budget=self._check_budget,
+        )
 
 
 class ToolListKey(NamedTuple):

@@ -32,20 +32,43 @@ import subprocess
 import sys
 import threading
 import time
+from math import inf
 
 import anyio
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
+from ..core.errors import ConfigurationError
 from ..core.verdict import Verdict
 from ..judge._worker import READY, UncheckedWhy, WorkerRequest, read_frame, write_frame
 
-__all__ = ["DEFAULT_CHECK_BUDGET", "IDLE_LIMIT", "ON_LOOP_CHECK_NS", "ask_worker", "worker_slots"]
+__all__ = [
+    "DEFAULT_CHECK_BUDGET",
+    "IDLE_LIMIT",
+    "ON_LOOP_CHECK_NS",
+    "ask_worker",
+    "checked_budget",
+    "worker_slots",
+]
 
 #: How long a costly call may wait for a worker, and then how long its check may run, in seconds.
 DEFAULT_CHECK_BUDGET = 2.0
 #: Checks priced above this (5 ms) leave the event loop: every other stream would wait for them.
 ON_LOOP_CHECK_NS = 5_000_000
+
+
+def checked_budget(budget: object, name: str = "check_budget") -> float | None:
+    """``budget`` when it is a finite number of seconds above 0, or ``None`` (no budget: such
+    calls are judged in a worker thread); else a ``ConfigurationError`` naming the option
+    ``name`` (``check_budget`` of a ``JudgeStage``, ``judge_budget`` of a ``Pipeline``, a
+    ``HealingTransport`` or ``toolwire serve``), so that a bad value fails where it is set."""
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, int | float) or not 0 < budget < inf:
+        raise ConfigurationError(f"{name} must be a number of seconds > 0, or None; got {budget!r}")
+    return float(budget)
+
+
 #: An idle worker is ended after this many seconds.
 IDLE_LIMIT = 300.0
 #: How long a new worker may take to say it is ready.

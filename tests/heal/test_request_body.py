@@ -1,23 +1,28 @@
-"""The body guard reads with jiter first and gives the standard library's verdict, always.
+"""The body check reads with jiter first and gives the standard library's verdict, always.
 
 ``body_refusal`` reads a body of up to ``READ_AT_ONCE_UP_TO`` bytes with jiter (duplicate keys
 caught in Rust) and falls back on the standard library's reader with a Python check per object
 for anything jiter does not read whole. Whatever the body (duplicate keys at any depth, written
 with escapes, a byte order mark, a lone surrogate, NaN, text that is no JSON), the verdict and
-its message must be the standard library's alone.
+its message must be the standard library's alone. ``unreadable_refusal``, which
+``HealingTransport`` asks of a body its format did not plan, refuses exactly the bodies msgspec
+cannot read, with that same verdict (issue 29, M3). (Moved from ``tests/serve``: the proxy's
+guard and the library shell share this check, ``toolwire.heal.request_body``.)
 """
 
 from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 from _toolwire_testdata import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolwire.serve import guard
-from toolwire.serve.guard import READ_AT_ONCE_UP_TO, body_refusal
+from toolwire.heal import request_body as guard
+from toolwire.heal.request_body import READ_AT_ONCE_UP_TO, body_refusal, unreadable_refusal
+from toolwire.serve import guard as serve_guard
 
 KEYS = st.sampled_from(["a", "b", "stream", "tools", "é", 'q"t', "\u0000"])
 SCALARS = st.one_of(
@@ -105,3 +110,53 @@ def test_a_large_body_is_read_by_the_standard_library_alone(
         assert refusal is not None
         assert "'b' twice" in refusal.message
     assert calls == [len(small)]
+
+
+def test_the_proxy_reads_bodies_with_this_check() -> None:
+    """``toolwire serve``'s guard and the library shell share the one check."""
+    assert serve_guard.body_refusal is body_refusal
+    assert serve_guard.READ_AT_ONCE_UP_TO == READ_AT_ONCE_UP_TO
+
+
+def _msgspec_reads(body: bytes) -> bool:
+    try:
+        msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return False
+    return True
+
+
+@settings(max_examples=examples(500), deadline=None)
+@given(body=bodies())
+def test_a_body_msgspec_refuses_is_always_refused_and_no_other(body: bytes) -> None:
+    """What ``HealingTransport`` asks of a body its format did not plan: never ``None`` for a
+    body msgspec refuses (it would go upstream unhealed), always ``None`` for one it reads
+    (a body that is not healed goes upstream as it came); the refusal is the guard's own."""
+    refusal = unreadable_refusal(body)
+    if _msgspec_reads(body):
+        assert refusal is None
+    else:
+        assert refusal is not None
+        assert refusal == guard._refusal_read_slowly(body)
+        assert (refusal.status, refusal.code) == (400, "invalid_request")
+
+
+def test_each_kind_of_unreadable_body_is_named() -> None:
+    cases = {
+        b'{"t": NaN}': "NaN, a number JSON has no form for",
+        b'{"t": -Infinity}': "-Infinity, a number JSON has no form for",
+        b'{"t": 1e400}': "1e400, a number JSON has no form for",
+        b"\xef\xbb\xbf{}": "byte order mark",
+        b'{"s": "thumbs \\ud83d"}': "lone UTF-16 surrogate",
+        b'{"s": "\\udc4d"}': "lone UTF-16 surrogate",
+        b'{"s": "\xff\xfe"}': "it is not UTF-8",
+        b"": "it is not JSON",
+        b'{"s": 1': "it is not JSON",
+    }
+    for body, said in cases.items():
+        refusal = unreadable_refusal(body)
+        assert refusal is not None, body
+        assert said in refusal.message, (body, refusal)
+    # A whole emoji's two halves are one character: readable, nothing refused.
+    assert unreadable_refusal(b'{"s": "\\ud83d\\udc4d"}') is None
+    assert unreadable_refusal(b'{"a": 1, "a": 2}') is None  # msgspec reads it (the last wins)
