@@ -39,12 +39,15 @@ WRAPPED_FAMILIES: tuple[WrappedFamily, ...] = (
     ),
     # LFM2 / LFM2.5: <|tool_call_start|>[f(a=1)]<|tool_call_end|> (lmstudio#1979; llama.cpp
     # common/parsers/lfm2.cpp). ASCII tokens that documentation quotes: only at the tail.
+    # Its template is ChatML's: <|im_end|> ends the turn (little-coder#42 shows it left after
+    # the call).
     WrappedFamily(
         family="lfm2",
         opener="<|tool_call_start|>",
         grammar="pythonic",
         bare=False,
         closer="<|tool_call_end|>",
+        end_tokens=("<|im_end|>",),
     ),
     # Gemma 3 prompts: a ```tool_code fence of keyword calls, a list or one per line.
     WrappedFamily(

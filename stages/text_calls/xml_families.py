@@ -14,7 +14,9 @@ from .xml_format import BARE_NAME, QUOTED_NAME, XmlCallFormat, XmlTag
 
 __all__ = [
     "DEEPSEEK_DSML",
+    "DEEPSEEK_DSML_DOUBLED",
     "DEEPSEEK_V41",
+    "DEEPSEEK_V41_DOUBLED",
     "DOTS",
     "GIGACHAT35",
     "HUNYUAN_HY3",
@@ -37,6 +39,7 @@ __all__ = [
 #: the comments below write it ``|``.
 _BAR = "\uff5c"
 _DSML = f"{_BAR}DSML{_BAR}"
+_DSML_DOUBLED = f"{_BAR}{_BAR}DSML{_BAR}{_BAR}"
 
 
 def _fullwidth(name: str) -> str:
@@ -104,22 +107,34 @@ SEED_OSS = XmlCallFormat(
 #:
 #: ``string="true"`` says the value is the text as written; ``string="false"`` says it is JSON
 #: ("lists and objects should use JSON format", the template's tool prompt).
-DEEPSEEK_DSML = XmlCallFormat(
-    family="deepseek-dsml",
-    blocks=(
-        (f"<{_DSML}function_calls>", f"</{_DSML}function_calls>"),
-        (f"<{_DSML}tool_calls>", f"</{_DSML}tool_calls>"),
-    ),
-    invoke=XmlTag(f'<{_DSML}invoke name="', ">", quote='"', attributes=True, name=QUOTED_NAME),
-    invoke_close=f"</{_DSML}invoke>",
-    parameter=XmlTag(
-        f'<{_DSML}parameter name="', ">", quote='"', attributes=True, name=QUOTED_NAME
-    ),
-    parameter_close=f"</{_DSML}parameter>",
-    type_attribute="string",
-    text_types=("true",),
-    end_tokens=(deepseek_token("end_of_sentence"),),
-)
+def _dsml(marker: str, calls: tuple[str, ...]) -> XmlCallFormat:
+    """DeepSeek's DSML spelled with ``marker`` before each tag name, the calls in a ``calls``
+    block: every DSML row differs from the others only in these."""
+    return XmlCallFormat(
+        family="deepseek-dsml",
+        blocks=tuple((f"<{marker}{name}>", f"</{marker}{name}>") for name in calls),
+        invoke=XmlTag(
+            f'<{marker}invoke name="', ">", quote='"', attributes=True, name=QUOTED_NAME
+        ),
+        invoke_close=f"</{marker}invoke>",
+        parameter=XmlTag(
+            f'<{marker}parameter name="', ">", quote='"', attributes=True, name=QUOTED_NAME
+        ),
+        parameter_close=f"</{marker}parameter>",
+        type_attribute="string",
+        text_types=("true",),
+        end_tokens=(deepseek_token("end_of_sentence"),),
+    )
+
+
+DEEPSEEK_DSML = _dsml(_DSML, ("function_calls", "tool_calls"))
+
+#: The same DSML with each bar doubled (``<||DSML||tool_calls>``, ``</||DSML||parameter>``):
+#: how DeepSeek V4 models' leaked calls read in real outputs, which no server parses
+#: (opencrabs#398, lsdefine/GenericAgent#804: "high-frequency real leak forms ... the double
+#: fullwidth bar form", counted among 911 leaks; command-code#909 for V4.1's spaced form
+#: below). The markers stay DeepSeek's own, so nothing else reads as one.
+DEEPSEEK_DSML_DOUBLED = _dsml(_DSML_DOUBLED, ("function_calls", "tool_calls"))
 
 #: MiniMax M2 (template ``MiniMax-M2.jinja``; vLLM ``minimax_m2_tool_parser.py``, SGLang
 #: ``minimax_m2.py``)::
@@ -262,24 +277,10 @@ _DSML_SPACED = f"{_BAR}DSML{_BAR} "
 #:     <|DSML| parameter name="KEY" string="true">text</|DSML| parameter>
 #:     </|DSML| invoke>
 #:     </|DSML| calls>
-DEEPSEEK_V41 = XmlCallFormat(
-    family="deepseek-dsml",
-    blocks=(
-        (f"<{_DSML_SPACED}calls>", f"</{_DSML_SPACED}calls>"),
-        (f"<{_DSML_SPACED}tool_calls>", f"</{_DSML_SPACED}tool_calls>"),
-    ),
-    invoke=XmlTag(
-        f'<{_DSML_SPACED}invoke name="', ">", quote='"', attributes=True, name=QUOTED_NAME
-    ),
-    invoke_close=f"</{_DSML_SPACED}invoke>",
-    parameter=XmlTag(
-        f'<{_DSML_SPACED}parameter name="', ">", quote='"', attributes=True, name=QUOTED_NAME
-    ),
-    parameter_close=f"</{_DSML_SPACED}parameter>",
-    type_attribute="string",
-    text_types=("true",),
-    end_tokens=(deepseek_token("end_of_sentence"),),
-)
+DEEPSEEK_V41 = _dsml(_DSML_SPACED, ("calls", "tool_calls"))
+#: V4.1's spaced DSML with the bars doubled (``<||DSML|| calls>``), as deepseek-v4.1-flash's
+#: leaked calls read (command-code#909).
+DEEPSEEK_V41_DOUBLED = _dsml(f"{_DSML_DOUBLED} ", ("calls", "tool_calls"))
 
 _GCML = f"{_BAR}GCML{_BAR}"
 
@@ -416,6 +417,8 @@ XML_FAMILIES: tuple[XmlCallFormat, ...] = (
     HUNYUAN_HY3_OPENSOURCE,
     ZAYA,
     DEEPSEEK_V41,
+    DEEPSEEK_DSML_DOUBLED,
+    DEEPSEEK_V41_DOUBLED,
     GIGACHAT35,
     DOTS,
     SOLAR_OPEN2,

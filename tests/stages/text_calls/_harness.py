@@ -26,8 +26,14 @@ CORPUS = Path(__file__).parent / "corpus"
 
 
 def corpus_cases(*names: str) -> list[dict[str, Any]]:
-    """Every case of the named corpus files (all three when none is named)."""
-    files = names or ("cases.jsonl", "synthetic_negatives.jsonl", "synthetic_cut_calls.jsonl")
+    """Every case of the named corpus files (all of them when none is named)."""
+    files = names or (
+        "cases.jsonl",
+        "reports.jsonl",
+        "synthetic_negatives.jsonl",
+        "synthetic_cut_calls.jsonl",
+        "synthetic_cut_reports.jsonl",
+    )
     cases: list[dict[str, Any]] = []
     for name in files:
         with (CORPUS / name).open(encoding="utf-8") as lines:
@@ -50,7 +56,9 @@ def _type_of(value: Any) -> str:
 
 
 def tools_for(case: dict[str, Any]) -> list[dict[str, Any]]:
-    """The case's tools, each with a schema typing the parameters its expected calls use."""
+    """The case's tools, each with a schema typing the parameters its expected calls use, or
+    the schema the report showed (``schemas``: tool name -> parameters) where it has one."""
+    schemas: dict[str, Any] = case.get("schemas") or {}
     properties: dict[str, dict[str, Any]] = {name: {} for name in case.get("tools") or ()}
     expected = case.get("expected")
     calls = list(expected) if isinstance(expected, list) else []
@@ -61,7 +69,10 @@ def tools_for(case: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {
             "type": "function",
-            "function": {"name": name, "parameters": {"type": "object", "properties": props}},
+            "function": {
+                "name": name,
+                "parameters": schemas.get(name) or {"type": "object", "properties": props},
+            },
         }
         for name, props in properties.items()
     ]

@@ -145,6 +145,13 @@ EXAMPLE_CALLS: dict[str, tuple[str, ...]] = {
         '<\uff5cDSML\uff5ctool_calls>\n<\uff5cDSML\uff5cinvoke name="get_weather">\n'
         '<\uff5cDSML\uff5cparameter name="city" string="true">Paris</\uff5cDSML\uff5cparameter>\n'
         "</\uff5cDSML\uff5cinvoke>\n</\uff5cDSML\uff5ctool_calls>",
+        # The same with each bar doubled, as leaked V4 calls read (command-code#909,
+        # lsdefine/GenericAgent#804).
+        "<\uff5c\uff5cDSML\uff5c\uff5ctool_calls>\n"
+        '<\uff5c\uff5cDSML\uff5c\uff5cinvoke name="get_weather">\n'
+        '<\uff5c\uff5cDSML\uff5c\uff5cparameter name="city" string="true">Paris'
+        "</\uff5c\uff5cDSML\uff5c\uff5cparameter>\n"
+        "</\uff5c\uff5cDSML\uff5c\uff5cinvoke>\n</\uff5c\uff5cDSML\uff5c\uff5ctool_calls>",
     ),
     # MiniMax-M2.jinja.
     "minimax-m2": (

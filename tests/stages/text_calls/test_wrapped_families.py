@@ -148,6 +148,11 @@ def test_a_missing_closer_that_is_text_cuts_the_call(text: str) -> None:
             "<|end_of_text|>",
             "",
         ),
+        # LFM2.5 on a server that does not stop on ChatML's end token (little-coder#42).
+        (
+            '<|tool_call_start|>[get_weather(city="Paris")]<|tool_call_end|><|im_end|>',
+            "",
+        ),
     ],
 )
 def test_an_end_token_belongs_to_the_markup(text: str, visible: str) -> None:
