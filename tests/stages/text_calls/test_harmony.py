@@ -18,6 +18,7 @@ Sources of the forms (each case written here, none copied from a parser's tests)
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -166,3 +167,107 @@ def test_the_text_before_a_call_stays_and_the_call_after_a_final_message_counts(
     turn, _ = run_text([text], TOOLS)
     assert [call.name for call in turn.runnable] == ["get_weather"]
     assert turn.text.endswith("Checking the weather.<|end|>")
+
+
+# LLM-jp 4.1 (harmony with parallel calls). Cases written here from llama.cpp
+# ``models/templates/llm-jp-llm-jp-4.1-8b-thinking.jinja`` ("Parallel tool calls: every call is
+# rendered; all but the last end with <|end|>, the last with <|call|>"; each call
+# ``<|start|>assistant to=functions.NAME<|channel|>commentary <|constrain|> json<|message|>ARGS``;
+# the generation prompt ends with ``<|start|>assistant``) and ``common/parsers/llm-jp-harmony.cpp``
+# (the tokenizer writes a blank after every special token; ``call (<|end|> <|start|>assistant
+# call)*``, the last call ended by the server's stop on ``<|call|>``).
+TOKYO = '{"location":"Tokyo"}'
+README = '{"location":"README.md"}'
+
+
+def _llm_jp_reply(calls: list[tuple[str, str]], last_end: str, *, blanks: bool = False) -> str:
+    """A reply of one call message per call, as the text after the prompt's
+    ``<|start|>assistant``: every message but the last closed by ``<|end|>``."""
+    space = " " if blanks else ""
+    messages = [
+        f"{space}to=functions.{name}<|channel|>{space}commentary <|constrain|>{space}json"
+        f"<|message|>{space}{arguments}{'<|end|>' if i < len(calls) - 1 else last_end}"
+        for i, (name, arguments) in enumerate(calls)
+    ]
+    return " " + f"<|start|>{space}assistant ".join(messages)
+
+
+TWO = [("get_weather", PARIS), ("Calendar.create_event", TOKYO)]
+THREE = [("get_weather", PARIS), ("get_weather", TOKYO), ("mcp__fs__read-file", README)]
+LLM_JP_RUNS = [
+    # the template's own rendering: <|end|> between the calls, <|call|> after the last
+    (_llm_jp_reply(TWO, "<|call|>"), TWO),
+    # as llama-server streams it: <|call|> is a stop token, never sent
+    (_llm_jp_reply(TWO, ""), TWO),
+    # the tokenizer's blank after every special token (llm-jp-harmony.cpp)
+    (_llm_jp_reply(TWO, "", blanks=True), TWO),
+    # three calls, the same tool twice
+    (_llm_jp_reply(THREE, ""), THREE),
+]
+
+
+@pytest.mark.parametrize(("text", "calls"), LLM_JP_RUNS)
+def test_every_call_of_an_llm_jp_run_counts(text: str, calls: list[tuple[str, str]]) -> None:
+    """Before this, a call closed by ``<|end|>`` was an ordinary message: only the last ran."""
+    turn, events = run_text([text], TOOLS)
+    expected = [(name, json.loads(arguments)) for name, arguments in calls]
+    assert [(call.name, call.arguments) for call in turn.calls] == expected
+    assert all(call.may_run for call in turn.calls)
+    assert len({call.id for call in turn.calls}) == len(calls)
+    assert turn.stop_reason == "tool_calls"
+    assert not turn.truncated
+    assert "to=functions" not in visible_text(events)
+    # any split of the stream gives the same calls
+    by_character, _ = run_text(list(text), TOOLS)
+    assert [(call.name, call.arguments) for call in by_character.calls] == expected
+    assert by_character.text == turn.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # one call closed by <|end|>, nothing after it: an ordinary message, as before
+        _llm_jp_reply([("get_weather", PARIS)], "<|end|>"),
+        _llm_jp_reply(TWO, "<|end|>"),
+        # the run ends in the final answer, in prose, or in a message that is no call
+        _llm_jp_reply([("get_weather", PARIS)], "<|end|>")
+        + "<|start|>assistant<|channel|>final<|message|>Done.",
+        _llm_jp_reply([("get_weather", PARIS)], "<|end|>") + " Done.",
+        _llm_jp_reply([("get_weather", PARIS), ("get_weather", "Let me check.")], "<|end|>"),
+        _llm_jp_reply([("get_weather", PARIS), ("delete_all", TOKYO)], ""),
+        # the next message is a (made-up) result of the tool
+        _llm_jp_reply([("get_weather", PARIS)], "<|end|>")
+        + f"<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>{TOKYO}",
+        # a body of two JSON values is no call, so the run it opens is none either
+        _llm_jp_reply([("get_weather", f"{PARIS} {PARIS}"), ("get_weather", TOKYO)], "<|end|>"),
+    ],
+)
+def test_a_run_that_ends_in_no_call_is_no_call(text: str) -> None:
+    turn, _ = run_text([text], TOOLS)
+    assert turn.calls == ()
+    assert turn.text == text
+
+
+def test_the_limit_cuts_the_last_call_of_a_run_and_the_others_stand() -> None:
+    text = _llm_jp_reply([("get_weather", PARIS), ("get_weather", '{"location":"To')], "")
+    turn, _ = run_text([text], TOOLS, finish=LIMIT)
+    assert [(call.may_run, call.truncated) for call in turn.calls] == [(True, False), (False, True)]
+    assert turn.truncated
+
+
+def test_a_call_drafted_in_llm_jp_reasoning_never_runs() -> None:
+    """LLM-jp's analysis message has the tokenizer's blank after ``<|channel|>``
+    (llm-jp-harmony.cpp); a call written inside it is a draft. Before, only the unspaced
+    opener was reasoning, so the drafted ``get_weather`` ran."""
+    draft = f'<tool_call>{{"name": "get_weather", "arguments": {TOKYO}}}</tool_call>'
+    text = (
+        f"<|channel|> analysis<|message|> I could call {draft}<|end|>"
+        + "<|start|> assistant"
+        + _llm_jp_reply([("Calendar.create_event", PARIS)], "", blanks=True)
+    )
+    turn, _ = run_text([text], TOOLS)
+    assert [(call.name, call.may_run) for call in turn.calls] == [("Calendar.create_event", True)]
+    # with a recipient before it, the analysis channel carries a call (gpt-oss does the same)
+    addressed = f" to=functions.get_weather<|channel|> analysis<|message|> {PARIS}"
+    turn, _ = run_text([addressed], TOOLS)
+    assert [(call.name, call.may_run) for call in turn.calls] == [("get_weather", True)]

@@ -26,6 +26,9 @@ SHAPES = {
     "backticks": "`",
     "function_tags": "<function=get_time>\n<parameter=a>\n",
     "harmony_headers": "<|start|>assistant<|channel|>commentary to=functions.get_time<|message|>",
+    # LLM-jp's run of calls closed by <|end|> that never ends in a call (harmony.py)
+    "harmony_end_runs": "<|start|>assistant to=functions.get_time<|channel|>commentary json"
+    "<|message|>{}<|end|>",
     "mistral_markers": "[TOOL_CALLS]",
     "pythonic": "[get_time(a=[",
     "think": "<think><tool_call>",
