@@ -15,7 +15,9 @@ people who build on toolwire rather than with it:
   adapter with :func:`toolwire.testing.check_mapper`.
 - **The healing ports** (the write side of a format, ``docs/healing.md``): :class:`WireFormat`
   knows a format's requests and whole bodies (a :class:`HealPlan` says what goes upstream) and
-  opens a :class:`HealEncoder`, which writes one client response event by event.
+  opens a :class:`HealEncoder`, which writes one client response event by event; its
+  ``constrained`` writes a re-ask that forces one tool, a :class:`Constraint` (what
+  ``Pipeline.constrained_request`` gives too).
 - **The history port**: :class:`HistoryFormat` writes and checks one provider's history, the
   :class:`HistoryProblem` entries are what it finds, a :class:`HistoryRepair` what
   ``Pipeline.repair_history`` gives; :func:`history_format` gives a built-in
@@ -54,6 +56,7 @@ from .core.stage import Stage as Stage
 from .core.stage import SyncStage as SyncStage
 from .core.stage import event_stage as event_stage
 from .core.turn import TurnBuilder as TurnBuilder
+from .core.wire import Constraint as Constraint
 from .core.wire import HealEncoder as HealEncoder
 from .core.wire import HealPlan as HealPlan
 from .core.wire import WireFormat as WireFormat
@@ -75,6 +78,7 @@ from .stages.text_calls import text_call_families as text_call_families
 
 __all__ = [
     "TEXT_CALL_NEED_MORE",
+    "Constraint",
     "EventStep",
     "HealEncoder",
     "HealPlan",

@@ -122,6 +122,10 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     #: The text as the server sent it, when calls were read out of it (``text`` is then that
     #: text without their markup); ``None`` when ``text`` is what the server sent.
     raw_text: str | None = None
+    #: The tool the request of this turn forced, when it was a constrained re-ask
+    #: (``Pipeline.collect(..., request=reask)`` with a ``Constraint`` that applied): its calls
+    #: came from the server's structured-output engine, and were judged as any call is.
+    constrained_to: str | None = None
 
     @property
     def stopped(self) -> bool:

@@ -44,6 +44,7 @@ from .turn import Turn
 
 __all__ = [
     "DONE",
+    "Constraint",
     "Done",
     "HealEncoder",
     "HealPlan",
@@ -229,16 +230,53 @@ class WireFormat(Protocol):
     def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:
         """The whole error body when the session ended in an error, else ``None``."""
 
+    def constrained(self, body: Mapping[str, Any], tool: str) -> Constraint:
+        """``body`` (a follow-up) asking the server for a call to ``tool`` whose arguments its
+        own structured-output engine keeps to ``tool``'s schema, in the way the upstream's
+        server takes it (``docs/healing.md``, "A constrained re-ask"); or why it cannot be."""
+
+
+class Constraint(msgspec.Struct, frozen=True, kw_only=True):
+    """A re-ask constrained to one tool, or why it is not (``docs/healing.md``).
+
+    ``tool`` is the tool the model chose (the call that was rejected). ``mechanism`` is how the
+    server was asked, in its own words (``tool_choice=function+strict``,
+    ``tool_choice=required+tools``...), and ``body`` the request that asks so; with no
+    mechanism the re-ask is not constrained, ``skipped`` says why (``off``, ``no_mechanism``,
+    ``schema_unsupported``, ``tool_not_offered``, ``thinking``, ``truncated``, ``reason``,
+    ``no_tool_named``, ``several_calls``, ``nothing_rejected``; ``detail`` names what: the
+    keyword, the reason), and ``body`` is ``None`` (``Pipeline.constrained_request`` gives the
+    request unchanged). ``enforces_schema``: the server's engine keeps the arguments to the
+    schema (``False``: it forces the tool; the judge checks the arguments in any case).
+    """
+
+    tool: str | None = None
+    body: dict[str, Any] | None = None
+    mechanism: str | None = None
+    enforces_schema: bool = False
+    skipped: str | None = None
+    detail: str = ""
+
+    @property
+    def applied(self) -> bool:
+        """Whether the re-ask is constrained."""
+        return self.mechanism is not None
+
 
 class HealSettings(msgspec.Struct, frozen=True, kw_only=True):
     """What a healing transport tells every format it opens (from its own options).
 
     ``reasoning_field``: the Chat Completions delta key reasoning goes out under
     (``reasoning_content``, or ``reasoning`` for OpenRouter's clients); a format that has no
-    such choice ignores it.
+    such choice ignores it. ``upstream`` names the kind of server the upstream is (the
+    healing's ``provider``) and ``upstream_local`` says it is a local server: a format served by
+    local servers too (Messages, Responses) asks for a constrained re-ask in the way that server
+    reads its endpoint (``WireFormat.constrained``).
     """
 
     reasoning_field: str = "reasoning_content"
+    upstream: str = "openai-chat"
+    upstream_local: bool = False
 
 
 #: Opens one provider's healing format, or its formats when its endpoints differ in more than

@@ -120,7 +120,7 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
     cut raise the limit up to it (``max_tokens_factor``: to no more than that many times the
     client's own); ``constrain`` and ``unconstrained_tools`` say whether a re-ask after a
     rejected call asks for that call's tool in its schema (``docs/healing.md``; a request says
-    ``toolwire-constrain: off`` to turn it off for itself); ``capture_content`` puts arguments
+    ``x-toolwire-constrain: off`` to turn it off for itself); ``capture_content`` puts arguments
     on the spans. Every other keyword is LiteLLM's (``guardrail_name``, ``event_hook``,
     ``default_on``...).
     """

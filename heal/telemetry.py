@@ -11,18 +11,23 @@ call is rejected, the exchange gets one ``toolwire.heal`` span (INTERNAL), and u
 - ``toolwire.heal.retry``: one per retry request, from the request to the end of its response,
   with its cause (``token_limit``, ``schema``, ``not_json``...: what cut the first rejected call,
   or the judge's reason), the raised ``max_tokens`` when it was raised, its outcome and the usage
-  it added.
+  it added, and whether it was a constrained re-ask (``toolwire.heal.constraint``:
+  ``constrained``, or why not: ``no_mechanism``, ``schema_unsupported``, ``off``...; with the
+  tool, the mechanism, whether the server's engine keeps to the schema, and what it does not
+  take). A call a constrained re-ask healed says so on its span
+  (``toolwire.heal.constrained``).
 
 Counters (every attribute from a closed vocabulary or bounded, as in
 :mod:`toolwire.stages.telemetry.metrics`): ``toolwire.heal.tool_calls`` by
 ``toolwire.heal.outcome`` (``passed_through``: accepted in the first response; ``healed``:
 accepted in a retry's response; ``failed``: rejected, and no valid call took its place),
-``toolwire.heal.retries`` by cause, and ``toolwire.heal.retry.tokens`` by ``gen_ai.token.type``
-(the usage retries added), and ``toolwire.heal.adapted`` by ``toolwire.heal.adaptation``
-(requests rewritten into the form the server accepts: ``assistant_content``,
-``tool_result_role``, ``stream``; the heal span, when there is one, carries the counts as
-``toolwire.heal.adapted.<kind>``). The ``toolwire.turn`` span and metrics of each response, retries
-included, come from the pipeline as usual.
+``toolwire.heal.retries`` by cause and ``toolwire.heal.constraint``,
+``toolwire.heal.retry.tokens`` by ``gen_ai.token.type`` (the usage retries added), and
+``toolwire.heal.adapted`` by ``toolwire.heal.adaptation`` (requests rewritten into the form
+the server accepts: ``assistant_content``, ``tool_result_role``, ``stream``; the heal span,
+when there is one, carries the counts as ``toolwire.heal.adapted.<kind>``). The
+``toolwire.turn`` span and metrics of each response, retries included, come from the pipeline
+as usual.
 
 Providers are parameters (the global ones by default), never set globally; spans are started
 with ``start_span`` and never made current, so nothing is held across a ``yield``. Every span
@@ -44,6 +49,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from ..adapters.encoding import add_usage
 from ..core.events import ToolCallReady, ToolCallRejected, ToolCallRepaired, Usage
 from ..core.version import __version__
+from ..core.wire import Constraint
 from ..stages.telemetry.metrics import MAX_DISTINCT_VALUES, BoundedValues, PerMeterProvider
 from ..stages.telemetry.observer import (
     DEFAULT_CONTENT_CAP,
@@ -111,16 +117,19 @@ class HealInstruments:
         #: The tool names reported, bounded as the pipeline's are.
         self._tools = BoundedValues(MAX_DISTINCT_VALUES)
 
-    def record_call(self, outcome: str, *, tool: str, provider: str) -> None:
-        """Count one call of a healed exchange."""
-        self._calls.add(
-            1,
-            {
-                "toolwire.heal.outcome": outcome,
-                "gen_ai.tool.name": self._tools(tool),
-                "gen_ai.provider.name": provider,
-            },
-        )
+    def record_call(
+        self, outcome: str, *, tool: str, provider: str, constrained: bool = False
+    ) -> None:
+        """Count one call of a healed exchange (``constrained``: a constrained re-ask brought
+        it)."""
+        attributes: dict[str, Any] = {
+            "toolwire.heal.outcome": outcome,
+            "gen_ai.tool.name": self._tools(tool),
+            "gen_ai.provider.name": provider,
+        }
+        if constrained:
+            attributes["toolwire.heal.constrained"] = True
+        self._calls.add(1, attributes)
 
     def record_adapted(self, kind: str, *, provider: str) -> None:
         """Count one request adapted in the way ``kind`` says."""
@@ -132,9 +141,17 @@ class HealInstruments:
             calls, {"toolwire.heal.history_problem": kind, "gen_ai.provider.name": provider}
         )
 
-    def record_retry(self, cause: str, *, provider: str) -> None:
-        """Count one retry request."""
-        self._retries.add(1, {"toolwire.heal.cause": cause, "gen_ai.provider.name": provider})
+    def record_retry(self, cause: str, *, provider: str, constraint: str = "none") -> None:
+        """Count one retry request (``constraint``: ``constrained``, why it was not, or
+        ``none`` for a resend)."""
+        self._retries.add(
+            1,
+            {
+                "toolwire.heal.cause": cause,
+                "gen_ai.provider.name": provider,
+                "toolwire.heal.constraint": constraint,
+            },
+        )
 
     def record_tokens(self, usage: Usage, *, provider: str) -> None:
         """Count the tokens one retry's response reported."""
@@ -226,6 +243,7 @@ class HealRun:
         "_accepted",
         "_adapted",
         "_capture",
+        "_constrained",
         "_content_cap",
         "_exchange",
         "_instruments",
@@ -261,6 +279,8 @@ class HealRun:
         self._pending: list[_Pending] = []
         self._retry_span: Span | None = None
         self._accepted: dict[int, int] = {}
+        #: The attempts whose request was a constrained re-ask.
+        self._constrained: set[int] = set()
         self._retries = 0
         self._retry_usage: Usage | None = None
 
@@ -274,6 +294,7 @@ class HealRun:
                 "passed_through" if attempt == 0 else "healed",
                 tool=event.call.name,
                 provider=self._provider,
+                constrained=attempt in self._constrained,
             )
         except Exception:
             _report("call")
@@ -323,13 +344,21 @@ class HealRun:
             }
             if retry.max_tokens is not None:
                 attributes["gen_ai.request.max_tokens"] = retry.max_tokens
+            constraint = retry.constraint
+            said = "none"
+            if constraint is not None:
+                said = "constrained" if constraint.applied else str(constraint.skipped)
+                attributes.update(_constraint_attributes(constraint))
+                if constraint.applied:
+                    self._constrained.add(retry.attempt)
+            attributes["toolwire.heal.constraint"] = said
             self._retry_span = self._tracer.start_span(
                 "toolwire.heal.retry",
                 context=self._parent(),
                 kind=SpanKind.INTERNAL,
                 attributes=attributes,
             )
-            self._instruments.record_retry(retry.cause, provider=self._provider)
+            self._instruments.record_retry(retry.cause, provider=self._provider, constraint=said)
         except Exception:
             _report("retry span")
 
@@ -342,6 +371,9 @@ class HealRun:
             earlier = [entry for entry in self._pending if entry[2] < attempt]
             if outcome == "accepted":
                 healed = self._accepted.get(attempt, 0) > 0
+                if healed and attempt in self._constrained:
+                    for span, _, _ in earlier:
+                        span.set_attribute("toolwire.heal.constrained", True)
                 self._settle(earlier, "healed" if healed else "no_call")
             elif outcome == "rejected":
                 self._settle(earlier, "rejected_again")
@@ -434,3 +466,16 @@ class HealRun:
         except Exception:
             _report("redact")
             return None
+
+
+def _constraint_attributes(constraint: Constraint) -> dict[str, Any]:
+    """A retry's constrained re-ask on its span: the tool, how, or why not and what."""
+    attributes: dict[str, Any] = {}
+    if constraint.tool:
+        attributes["toolwire.heal.constraint.tool"] = constraint.tool
+    if constraint.applied:
+        attributes["toolwire.heal.constraint.mechanism"] = str(constraint.mechanism)
+        attributes["toolwire.heal.constraint.schema_enforced"] = constraint.enforces_schema
+    elif constraint.detail:
+        attributes["toolwire.heal.constraint.detail"] = constraint.detail[:200]
+    return attributes

@@ -14,6 +14,7 @@ from .dispatch import results_in_order as results_in_order
 from .history import check_history as check_history
 from .history import ensure_well_formed as ensure_well_formed
 from .history import next_messages as next_messages
+from .reask import constrained_request as constrained_request
 from .run_stop import RunStop as RunStop
 from .run_stop import RunStopReason as RunStopReason
 from .run_stop import run_stop_reason as run_stop_reason
@@ -25,6 +26,7 @@ __all__ = [
     "ToolResult",
     "answer_every_call",
     "check_history",
+    "constrained_request",
     "dispatch",
     "ensure_well_formed",
     "next_messages",

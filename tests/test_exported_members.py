@@ -64,6 +64,7 @@ TOP_LEVEL = [
 #: The lower tier: what extending toolwire needs.
 LOWLEVEL = [
     "TEXT_CALL_NEED_MORE",
+    "Constraint",
     "EventStep",
     "HealEncoder",
     "HealPlan",

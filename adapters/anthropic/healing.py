@@ -17,11 +17,12 @@ from typing import Any
 import msgspec
 
 from ...core.turn import Turn
-from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
+from ...core.wire import Constraint, HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object, named_sse_frame, with_first_parts
 from ..repaired_requests import planned
 from .blocks import THINKING_BLOCKS
+from .constrain import constrained_messages
 from .encoder import MESSAGE_STOP, AnthropicEventEncoder
 from .history import AnthropicHistory, broken_calls, wire_id
 from .request import LIMIT_KEYS
@@ -40,10 +41,18 @@ _HISTORY = AnthropicHistory()
 
 
 class AnthropicWireFormat:
-    """``POST /v1/messages`` requests and ``message`` bodies, for healing. Stateless."""
+    """``POST /v1/messages`` requests and ``message`` bodies, for healing. Stateless.
+
+    ``upstream`` and ``local`` say what serves the endpoint (``HealSettings``): the API, or a
+    local server, which a constrained re-ask is asked of in its own way (:mod:`.constrain`).
+    """
 
     provider = "anthropic"
     path = "/messages"
+
+    def __init__(self, *, upstream: str = "anthropic", local: bool = False) -> None:
+        self.upstream = upstream
+        self.local = local
 
     def plan_request(self, content: bytes) -> HealPlan | None:
         """Heal a body with a ``messages`` list and client ``tools``; it goes upstream as is,
@@ -163,6 +172,10 @@ class AnthropicWireFormat:
                 return dict(item["message"])
         return {"type": "message", "role": "assistant", "content": [], "stop_reason": None}
 
+    def constrained(self, body: Mapping[str, Any], tool: str) -> Constraint:
+        """See :func:`~toolwire.adapters.anthropic.constrain.constrained_messages`."""
+        return constrained_messages(body, tool, upstream=self.upstream, local=self.local)
+
     def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:
         """The ``error`` event (``{"type": "error", "error": {...}}``) the items end in."""
         for item in items:
@@ -279,5 +292,7 @@ ANTHROPIC = AnthropicWireFormat()
 
 
 def open_anthropic_format(settings: HealSettings) -> AnthropicWireFormat:
-    """The Messages API's healing format (it has no setting to take)."""
-    return ANTHROPIC
+    """The Messages API's healing format, for the upstream ``settings`` names."""
+    if not settings.upstream_local:
+        return ANTHROPIC
+    return AnthropicWireFormat(upstream=settings.upstream, local=True)

@@ -27,10 +27,11 @@ from typing import Any
 import msgspec
 
 from ...core.turn import Turn
-from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
+from ...core.wire import Constraint, HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object, sse_frame
 from ..repaired_requests import planned
+from .constrain import constrained_gemini
 from .encoder import ArrayMark, GeminiChunkEncoder
 from .history import GeminiHistory, broken_calls
 from .request import CONFIG_KEYS, LIMIT_KEYS
@@ -169,6 +170,10 @@ class GeminiWireFormat:
     def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:
         """The ``{"error": {...}}`` element the items end in."""
         return encoding.error_item(items)
+
+    def constrained(self, body: Mapping[str, Any], tool: str) -> Constraint:
+        """See :func:`~toolwire.adapters.gemini.constrain.constrained_gemini`."""
+        return constrained_gemini(body, tool)
 
 
 def _heals(body: Mapping[str, Any]) -> bool:

@@ -40,12 +40,13 @@ from typing import Any
 import msgspec
 
 from ...core.turn import Turn
-from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
+from ...core.wire import Constraint, HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
 from ..encoding import json_object, sse_frame
 from ..repaired_requests import repaired_history, unhealed_plan
 from . import completion
 from .adapt import adapt_body
+from .constrain import constrained_chat
 from .encoder import ChatChunkEncoder
 from .history import OpenAIChatHistory, broken_calls
 from .profiles import CHAT_PROFILES, ServerProfile
@@ -190,6 +191,11 @@ class ChatWireFormat:
     def error_body(self, items: Iterable[WireItem]) -> dict[str, Any] | None:
         """See :func:`toolwire.adapters.openai_chat.completion.error_status`."""
         return completion.error_status(items)
+
+    def constrained(self, body: Mapping[str, Any], tool: str) -> Constraint:
+        """See :func:`toolwire.adapters.openai_chat.constrain.constrained_chat` (this
+        provider's server profile says how its server forces one tool)."""
+        return constrained_chat(body, tool, CHAT_PROFILES[self.provider].forcing)
 
 
 #: Chat Completions with reasoning under ``reasoning_content``.

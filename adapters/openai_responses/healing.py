@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ...core.turn import Turn
-from ...core.wire import HealPlan, HealSettings, NextMessages, WireItem
+from ...core.wire import Constraint, HealPlan, HealSettings, NextMessages, WireItem
 from ..encoding import json_object, named_sse_frame, raised_limit, turn_results, with_first_parts
 from ..repaired_requests import planned
+from .constrain import constrained_responses
 from .encoder import TERMINALS, WRITTEN, ReasoningPart, ResponsesEventEncoder
 from .history import OpenAIResponsesHistory, broken_calls
 from .request import LIMIT_KEYS
@@ -43,14 +44,24 @@ class ResponsesWireFormat:
     """``POST /v1/responses`` requests and ``response`` bodies, for healing. Stateless.
 
     ``reasoning`` is the part reasoning goes out as (``None``: not sent; see the module
-    docstring).
+    docstring). ``upstream`` and ``local`` say what serves the endpoint (``HealSettings``): the
+    API, or a local server, which a constrained re-ask is asked of in its own way
+    (:mod:`.constrain`).
     """
 
     provider = "openai-responses"
     path = "/responses"
 
-    def __init__(self, *, reasoning: ReasoningPart | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        reasoning: ReasoningPart | None = None,
+        upstream: str = "openai-responses",
+        local: bool = False,
+    ) -> None:
         self.reasoning = reasoning
+        self.upstream = upstream
+        self.local = local
 
     def plan_request(self, content: bytes) -> HealPlan | None:
         """Heal a body whose ``input`` is a list or a string and whose tools are all functions.
@@ -190,6 +201,10 @@ class ResponsesWireFormat:
                 return {"error": item["error"]}
         return None
 
+    def constrained(self, body: Mapping[str, Any], tool: str) -> Constraint:
+        """See :func:`~toolwire.adapters.openai_responses.constrain.constrained_responses`."""
+        return constrained_responses(body, tool, upstream=self.upstream, local=self.local)
+
 
 def _heals(body: Mapping[str, Any]) -> bool:
     """Only ``function`` tools, and no state kept on the server (see the module docstring)."""
@@ -249,8 +264,11 @@ RESPONSES: Final = ResponsesWireFormat()
 
 
 def open_responses_format(settings: HealSettings) -> ResponsesWireFormat:
-    """The Responses API's healing format (reasoning not sent; it takes no setting)."""
-    return RESPONSES
+    """The Responses API's healing format (reasoning not sent), for the upstream ``settings``
+    names."""
+    if not settings.upstream_local:
+        return RESPONSES
+    return ResponsesWireFormat(upstream=settings.upstream, local=True)
 
 
 if TYPE_CHECKING:

@@ -186,20 +186,33 @@ async def proxy_app(
     heal: bool,
     max_retries: int,
     wrapped: httpx.AsyncBaseTransport | None = None,
+    tracer_provider: Any = None,
+    meter_provider: Any = None,
+    **settings: Any,
 ) -> AsyncIterator[tuple[str, _CountingTransport]]:
     """``toolwire serve`` in this process, on a free loopback port, for the block.
 
-    ``wrapped`` sends the proxy's requests upstream (a plain HTTP transport by default).
+    ``wrapped`` sends the proxy's requests upstream (a plain HTTP transport by default);
+    ``settings`` are more of the proxy's settings (``constrain``, ``max_tokens_ceiling``...),
+    and the providers where its spans and metrics go (``bench/bench_constrained_reask.py``).
     """
     import uvicorn
 
     from ...serve import ServeSettings, create_app
 
     counting = _CountingTransport(wrapped or httpx.AsyncHTTPTransport())
-    settings = ServeSettings(
-        upstream=upstream.rstrip("/"), provider=provider, heal=heal, max_retries=max_retries
+    app = create_app(
+        ServeSettings(
+            upstream=upstream.rstrip("/"),
+            provider=provider,
+            heal=heal,
+            max_retries=max_retries,
+            **settings,
+        ),
+        upstream_transport=counting,
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
     )
-    app = create_app(settings, upstream_transport=counting)
     listening = socket.create_server(("127.0.0.1", 0))
     port = listening.getsockname()[1]
     server = uvicorn.Server(
@@ -216,12 +229,14 @@ async def proxy_app(
     listening.close()
 
 
-def _request(model: str, messages: list[dict[str, Any]], tool: str, budget: int) -> dict[str, Any]:
+def _request(
+    model: str, messages: list[dict[str, Any]], tool: str, budget: int, choice: Any = None
+) -> dict[str, Any]:
     return {
         "model": model,
         "messages": list(messages),
         "tools": TOOLS,
-        "tool_choice": {"type": "function", "function": {"name": tool}},
+        "tool_choice": choice or {"type": "function", "function": {"name": tool}},
         "max_tokens": budget,
         "stream": True,
         "temperature": 0,
@@ -294,9 +309,13 @@ def _check(call: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
 
 
 async def run_plain_task(
-    task: Task, budget: int, client: httpx.AsyncClient, model: str
+    task: Task, budget: int, client: httpx.AsyncClient, model: str, *, tool_choice: Any = None
 ) -> PlainRun:
-    """Run ``task`` at ``budget`` with the plain agent, through ``client`` (the proxy)."""
+    """Run ``task`` at ``budget`` with the plain agent, through ``client`` (the proxy).
+
+    ``tool_choice``: what each request says instead of naming the step's tool (llama-server
+    b11434 reads a string only: a named function is ignored for ``auto``).
+    """
     run = PlainRun(
         name=f"{task.name}@{budget}", task=task.name, budget=budget, steps=len(task.plan)
     )
@@ -309,7 +328,7 @@ async def run_plain_task(
             if run.completed:
                 break
             tool = task.plan[run.steps_done]
-            received = await _one_turn(client, _request(model, messages, tool, budget))
+            received = await _one_turn(client, _request(model, messages, tool, budget, tool_choice))
             run.turns += 1
             if received.error is not None:
                 run.error_turns += 1

@@ -406,7 +406,9 @@ async def test_the_retry_history_is_well_formed(anyio_backend: str) -> None:
     assert retry is not None
     assert retry.cause == "schema"
     body = retry.body
-    assert {k: v for k, v in body.items() if k != "messages"} == {
+    # The same request, asked for the rejected call's tool (a constrained re-ask, issue 31).
+    assert body["tool_choice"] == {"type": "tool", "name": "make_file"}
+    assert {k: v for k, v in body.items() if k not in ("messages", "tool_choice")} == {
         k: v for k, v in _request().items() if k != "messages"
     }
     user, assistant, results = body["messages"]
