@@ -15,6 +15,7 @@ Installed with a ``guardrails:`` entry of LiteLLM's ``config.yaml`` (the ``[lite
           max_tokens_factor: 4       # optional: ... but to no more than 4x the client's own
           constrain: true            # optional: false re-asks a rejected call freely
           unconstrained_tools: []    # optional: tools whose re-ask is never constrained
+          judge_budget: 2.0          # optional: seconds for a call too costly to check inline
 
 Each hook is the healing contract of ``docs/healing.md`` for ``/chat/completions``, written
 around the one healing session (:class:`~toolwire.heal.session.HealSession`, given the Chat
@@ -69,6 +70,7 @@ from ..core.wire import Done, HealPlan, WireFormat, WireItem
 from ..heal.options import CONSTRAIN_HEADER, checked_factor, checked_names, request_constraint
 from ..heal.session import HealSession
 from ..heal.telemetry import HealTelemetry
+from ..stages.judge_process import DEFAULT_CHECK_BUDGET
 
 __all__ = ["CHAT_REQUEST_KEYS", "ToolwireGuardrail", "answered_status", "unanswered"]
 
@@ -120,9 +122,12 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
     cut raise the limit up to it (``max_tokens_factor``: to no more than that many times the
     client's own); ``constrain`` and ``unconstrained_tools`` say whether a re-ask after a
     rejected call asks for that call's tool in its schema (``docs/healing.md``; a request says
-    ``x-toolwire-constrain: off`` to turn it off for itself); ``capture_content`` puts arguments
-    on the spans. Every other keyword is LiteLLM's (``guardrail_name``, ``event_hook``,
-    ``default_on``...).
+    ``x-toolwire-constrain: off`` to turn it off for itself); ``judge_budget`` is the seconds a
+    call too costly to check on the event loop may wait for a worker process, then as many for
+    its check (``toolwire.Pipeline``, ``docs/repairs.md``; a number above 0 only, as in
+    ``toolwire serve``: on a shared proxy a check with no budget would hold every client's
+    event loop); ``capture_content`` puts arguments on the spans. Every other keyword is
+    LiteLLM's (``guardrail_name``, ``event_hook``, ``default_on``...).
     """
 
     def __init__(
@@ -134,13 +139,20 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
         max_tokens_factor: float | None = None,
         constrain: bool = True,
         unconstrained_tools: Iterable[str] = (),
+        judge_budget: float = DEFAULT_CHECK_BUDGET,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigurationError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        if judge_budget is None:
+            raise ConfigurationError(
+                "judge_budget must be a number of seconds > 0 in the guardrail, got None"
+            )
         self._wire: WireFormat = heal_formats(provider)[0]  # Chat Completions comes first
-        self._pipeline = Pipeline(provider, capture_content=capture_content)
+        self._pipeline = Pipeline(
+            provider, capture_content=capture_content, judge_budget=judge_budget
+        )
         self._telemetry = HealTelemetry(capture_content=capture_content)
         self._gen_ai_name = provider_entry(provider).gen_ai_name
         self._max_retries = max_retries

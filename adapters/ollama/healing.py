@@ -16,9 +16,9 @@ import msgspec
 from ...core.turn import Turn
 from ...core.wire import Constraint, HealPlan, HealSettings, NextMessages, WireItem
 from .. import encoding
-from ..constraints import skipped
 from ..encoding import json_object
 from ..repaired_requests import planned
+from .constrain import constrained_ollama
 from .encoder import OllamaLineEncoder
 from .history import OllamaHistory, broken_calls
 from .request import LIMIT_KEYS, OPTIONS_KEY
@@ -126,13 +126,9 @@ class OllamaWireFormat:
         return encoding.error_item(items)
 
     def constrained(self, body: Mapping[str, Any], tool: str) -> Constraint:
-        """Never constrained (``no_mechanism``): Ollama forces no tool, ``tool_choice`` is not
-        read (ollama/ollama issues 11171 and 17921: accepted and ignored). Its ``format`` (a
-        JSON schema, since v0.5.0) would constrain the reply's text as llama-server's
-        ``json_schema`` does, but Ollama runs its own tool parser over that text, and what
-        each of its parsers makes of a call object written as the whole reply is not known
-        here (no Ollama to measure against): not asked."""
-        return skipped(tool, "no_mechanism")
+        """See :func:`toolwire.adapters.ollama.constrain.constrained_ollama` (``format``
+        holding the call as a JSON object, the retry without ``tools``)."""
+        return constrained_ollama(body, tool)
 
 
 #: Ollama's native chat API, healed.

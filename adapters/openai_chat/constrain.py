@@ -21,6 +21,13 @@ source or documentation (``docs/healing.md`` has the table, with versions):
   a JSON object, ``{"name": T, "arguments": {...}}`` (:func:`~toolwire.adapters.constraints
   .call_envelope`), which toolwire reads as a call left in the text, as it reads every call of
   this server's profile, and judges as any call.
+- ``call_response_format``: Ollama's ``/v1``. It reads no ``tool_choice`` (ollama/ollama issues
+  11171, 17921: accepted and ignored); its ``response_format`` of type ``json_schema`` becomes
+  the native request's ``format`` (``openai/openai.go``, ``FromChatRequest``; since v0.5.0,
+  commit 630e7dc), a grammar of the reply's text by llama.cpp's converter. It is asked for the
+  same call object, and the retry goes without ``tools`` (``without_tools``): with tools,
+  Ollama runs a tool parser over the constrained text (``docs/healing.md`` says why that is not
+  wanted; :mod:`toolwire.adapters.ollama.constrain`).
 
 The body is the follow-up as it was (same messages, the true message of the rejection
 included); only the forcing keys change. A tool the body does not offer once, by that name, is
@@ -54,22 +61,28 @@ _NO_PARAMETERS: Mapping[str, Any] = {"type": "object", "properties": {}}
 class ChatForcing(msgspec.Struct, frozen=True, kw_only=True):
     """How one Chat Completions server is asked for a call to one tool (a profile's data).
 
-    ``how``: ``function`` (the named function) or ``call_json_schema`` (the ``json_schema``
-    field holding :func:`~toolwire.adapters.constraints.call_envelope`). ``strict``: the tool
-    is sent with ``strict: true`` (OpenAI). ``engine``: the schema the server's engine keeps to
-    whole (a schema past it is not constrained); ``None``: the server forces the tool and does
-    not promise its schema.
+    ``how``: ``function`` (the named function), ``call_json_schema`` (the ``json_schema``
+    field holding :func:`~toolwire.adapters.constraints.call_envelope`) or
+    ``call_response_format`` (the same schema as ``response_format: {"type": "json_schema"}``).
+    ``strict``: the tool is sent with ``strict: true`` (OpenAI). ``without_tools``: the
+    constrained retry goes without ``tools`` and ``tool_choice``, so that no tool parser of the
+    server reads the constrained text (Ollama). ``engine``: the schema the server's engine
+    keeps to whole (a schema past it is not constrained); ``None``: the server forces the tool
+    and does not promise its schema.
     """
 
-    how: Literal["function", "call_json_schema"]
+    how: Literal["function", "call_json_schema", "call_response_format"]
     engine: SchemaEngine | None
     strict: bool = False
+    without_tools: bool = False
 
     @property
     def mechanism(self) -> str:
         """The name telemetry and the docs give it."""
         if self.how == "call_json_schema":
             return "json_schema=call"
+        if self.how == "call_response_format":
+            return "response_format=call"
         return "tool_choice=function+strict" if self.strict else "tool_choice=function"
 
 
@@ -89,7 +102,7 @@ def constrained_chat(body: Mapping[str, Any], tool: str, forcing: ChatForcing | 
     entry = find_tool(tools, tool, function_name)
     if entry is None or not isinstance(tools, list):
         return skipped(tool, "tool_not_offered")
-    if forcing.how == "call_json_schema":
+    if forcing.how != "function":
         taken = next((key for key in FORMAT_KEYS if body.get(key) is not None), None)
         if taken is not None:
             return skipped(tool, "client_format", taken)
@@ -101,11 +114,19 @@ def constrained_chat(body: Mapping[str, Any], tool: str, forcing: ChatForcing | 
     asked = dict(body)
     if forcing.how == "call_json_schema":
         asked["json_schema"] = call_envelope(tool, schema)
+    elif forcing.how == "call_response_format":
+        asked["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": tool, "schema": call_envelope(tool, schema)},
+        }
     else:
         asked["tool_choice"] = {"type": "function", "function": {"name": tool}}
         if forcing.strict and function.get("strict") is not True:
             strict = {**entry, "function": {**function, "strict": True}}
             asked["tools"] = [strict if _named(item, tool) else item for item in tools]
+    if forcing.without_tools:
+        for key in ("tools", "tool_choice", "parallel_tool_calls"):
+            asked.pop(key, None)
     return Constraint(
         tool=tool,
         body=asked,

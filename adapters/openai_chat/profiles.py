@@ -129,7 +129,13 @@ CHAT_PROFILES: dict[str, ServerProfile] = {
         forcing=ChatForcing(how="function", engine=STRUCTURED_OUTPUTS),
     ),
     "lmstudio": ServerProfile(gen_ai_name="lmstudio", reads_text_calls=True),
-    "ollama-openai": ServerProfile(gen_ai_name="ollama", reads_text_calls=True),
+    # Ollama's /v1 forces no tool; its response_format becomes ``format`` (v0.5.0), asked
+    # without tools so that no tool parser reads the call object (``docs/healing.md``).
+    "ollama-openai": ServerProfile(
+        gen_ai_name="ollama",
+        reads_text_calls=True,
+        forcing=ChatForcing(how="call_response_format", engine=LLAMA_CPP, without_tools=True),
+    ),
     "openrouter": ServerProfile(gen_ai_name="openrouter"),
     "mistral": ServerProfile(gen_ai_name="mistral_ai"),
     "xai": ServerProfile(gen_ai_name="x_ai"),

@@ -5,9 +5,9 @@ which records the requests it received: the Messages API (``tool_choice: {"type"
 not with thinking on, which the API refuses), the Responses API (``tool_choice`` naming the
 function), the Gemini API (``functionCallingConfig`` mode ``ANY`` with the one name allowed),
 llama-server's ``/v1/responses`` (the call as a JSON object in its ``json_schema`` field, which
-its conversion passes on), and the endpoints with no way to force a tool, asked again as
-before: llama-server's ``/v1/messages`` (its conversion keeps no structured-output field) and
-Ollama's ``/api/chat``.
+its conversion passes on), and the endpoint with no way to force a tool, asked again as
+before: llama-server's ``/v1/messages`` (its conversion keeps no structured-output field).
+Ollama's ``/api/chat`` and ``/v1``: ``test_constrained_reask_ollama.py``.
 """
 
 from __future__ import annotations
@@ -246,7 +246,6 @@ def _local_request(endpoint: str) -> dict[str, Any]:
             },
             id="responses",
         ),
-        pytest.param("ollama", "ollama", None, id="ollama"),
     ],
 )
 async def test_a_local_server_is_asked_in_the_way_it_reads_its_endpoint(
