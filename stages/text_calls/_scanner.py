@@ -17,29 +17,68 @@ family's markup, and markup is looked for only where it can be a call:
 
 The scan is linear: openers are found by one compiled alternation, each reader reads from its
 opener once, a block (or a :class:`Skip`) is stepped over whole, and a held tail is at most the
-longest opener's length when no reader is reading.
+longest opener's length when no reader is reading. The alternation is a trie (:func:`trie_pattern`):
+with some eighty tokens, about sixty of them starting with ``<``, a flat alternation tried every
+one of them at each ``<`` of ordinary text. Complete inline code, the commonest token of
+markdown, is found by the same search as the tokens and stepped over at once
+(``ReaderTable.text_search``), not in two turns of the scanner's loop.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import msgspec
 
 from ._reading import NEED_MORE, Found, ReadContext, Skip, TextCallReader, _NeedMore, skip_blanks
 from .reasoning import REASONING
 
-__all__ = ["ReaderTable", "ScanState", "scan"]
+__all__ = ["ReaderTable", "ScanState", "scan", "trie_pattern"]
 
 TEXT, FENCE, CODE, THINK = 0, 1, 2, 3
 _FENCE, _TICK = "```", "`"
 _FENCE_CLOSE = re.compile(r"\n[ \t]*```")
 _CODE_END = re.compile(r"`+|\n")
 _TICKS = re.compile(r"`+")
-#: Inline code whose end is in the text: its backtick run (one or two), then up to the next
-#: run of backticks or the line's end (``_CODE_END``).
-_INLINE_CODE = re.compile(r"``?+[^`\n]*+(?:`+|\n)")
+#: Inline code whose end is in the text: a backtick run of one or two (three are the fence
+#: token), then up to the next run of backticks or the line's end (``_CODE_END``). Tried before
+#: the tokens in ``ReaderTable.text_search``; its empty group marks a match as inline code.
+_INLINE_CODE = r"`(?!``)()`?+[^`\n]*+(?:`+|\n)"
+
+
+def trie_pattern(tokens: Iterable[str]) -> str:
+    """A regular expression matching the longest of ``tokens`` that starts where it is tried.
+
+    The same matches as a flat alternation ordered longest first, written as a trie
+    (``<(?:tool_call(?:s)?>|think>|...)``): at each character only the branches that may still
+    match are tried, and the regular-expression engine's check of a branch's first character
+    rejects the others at once. At a node that ends a token, the longer branches come first.
+    """
+    parts, ends = _trie_branches(tokens)
+    if not parts:
+        return ""
+    if len(parts) == 1 and not ends:
+        return parts[0]
+    return "(?:" + "|".join(parts) + ")" + ("?" if ends else "")
+
+
+def _trie_branches(tokens: Iterable[str]) -> tuple[list[str], bool]:
+    """The trie's branches, one per first character, and whether the empty token is there."""
+    branches: dict[str, list[str]] = {}
+    ends = False
+    for token in sorted(set(tokens)):
+        if token:
+            branches.setdefault(token[0], []).append(token[1:])
+        else:
+            ends = True
+    parts = []
+    for first, rests in branches.items():
+        prefix = first
+        while len(rests) == 1 and rests[0]:  # a single chain: one literal
+            prefix, rests = prefix + rests[0][0], [rests[0][1:]]
+        parts.append(re.escape(prefix) + trie_pattern(rests))
+    return parts, ends
 
 
 class ScanState(msgspec.Struct, frozen=True, gc=False):
@@ -71,6 +110,9 @@ class ReaderTable:
         "pattern",
         "prefixes",
         "shorter",
+        "starts",
+        "tail",
+        "text_search",
         "whole",
     )
 
@@ -82,11 +124,19 @@ class ReaderTable:
         self.by_opener = {key: tuple(value) for key, value in by_opener.items()}
         self.whole = tuple(reader for reader in readers if reader.whole_reply)
         tokens = {*by_opener, _FENCE, _TICK, *REASONING.tokens}
-        ordered = sorted(tokens, key=lambda token: (-len(token), token))
-        self.pattern = re.compile("|".join(re.escape(token) for token in ordered))
+        #: The longest token at a place (``match``), or the first token on (``search``).
+        self.pattern = re.compile(trie_pattern(tokens))
+        #: In text mode, the first complete inline code or token on (inline code has group 1).
+        #: One alternation whose branches all start with a literal, so that the engine skips
+        #: the characters that start none of them.
+        self.text_search = re.compile("|".join([_INLINE_CODE, *_trie_branches(tokens)[0]]))
         #: The characters that may start a token: text without any is ordinary at once.
         self.first_chars = frozenset(token[0] for token in tokens)
+        #: Any character of :attr:`first_chars`.
+        self.starts = re.compile("[" + re.escape("".join(sorted(self.first_chars))) + "]")
         self.prefixes = frozenset(token[:size] for token in tokens for size in range(1, len(token)))
+        #: A token's beginning that ends the text (what :meth:`held_tail` looks for).
+        self.tail = re.compile(f"(?:{trie_pattern(self.prefixes)})\\Z")
         self.longest = max(len(token) for token in tokens)
         #: Tokens that are the start of a longer one (a backtick, a fence before ``tool_code``).
         self.extendable = frozenset(
@@ -105,14 +155,24 @@ class ReaderTable:
         """No reader at all."""
         return not self.by_opener and not self.whole
 
+    def ordinary_end(self, text: str, start: int) -> int:
+        """Up to where :func:`scan`, from ``start`` in text mode (outside reasoning, past the
+        reply's start, no block held), decides ``text`` as ordinary text: its first token that
+        is not complete inline code, or the beginning of one at its end, or ``len(text)``.
+        The same search as the scan's, so that the stage passes the ordinary text of a batch
+        (markdown with ``<``, ``[`` or inline code in it) without a scan, and scans from there."""
+        search = self.text_search.search
+        match = search(text, start)
+        while match is not None and match.lastindex:  # complete inline code
+            start = match.end()
+            match = search(text, start)
+        return match.start() if match is not None else self.held_tail(text, start)
+
     def held_tail(self, text: str, start: int) -> int:
         """Where a possible token begins at the end of ``text`` (``len(text)`` if none)."""
         length = len(text)
-        prefixes = self.prefixes
-        for index in range(max(start, length - self.longest + 1), length):
-            if text[index:] in prefixes:
-                return index
-        return length
+        found = self.tail.search(text, max(start, length - self.longest + 1))
+        return length if found is None else found.start()
 
 
 def _line_start(text: str, index: int, state: ScanState) -> bool:
@@ -317,7 +377,13 @@ def scan(table: ReaderTable, text: str, state: ScanState, context: ReadContext) 
                     position = found.end
                     continue
                 position = start
-            match = table.pattern.search(text, position)
+            search = table.text_search.search
+            match = search(text, position)
+            while match is not None and match.lastindex:
+                # Complete inline code, the commonest token of markdown: stepped over here, as
+                # the branch below and the CODE branch would on two turns of the loop.
+                position = match.end()
+                match = search(text, position)
             if match is None:
                 return stop(length if final else table.held_tail(text, position))
             token, at = match.group(), match.start()
@@ -330,14 +396,6 @@ def scan(table: ReaderTable, text: str, state: ScanState, context: ReadContext) 
                 # The token may still grow into a longer one (```` ```t ```` into
                 # ```` ```tool_code ````, ``<|channel|>analys`` into harmony's reasoning).
                 return stop(at)
-            if token == _TICK:
-                # Inline code (one or two backticks: three would be the fence token), the
-                # commonest token of markdown: stepped over in one match when its end is here,
-                # as the branch below and the CODE branch would on two turns of the loop.
-                code = _INLINE_CODE.match(text, at)
-                if code is not None:
-                    position = code.end()
-                    continue
             if token in (_FENCE, _TICK) or (
                 token.startswith(_FENCE) and not _line_start(text, at, state)
             ):

@@ -22,7 +22,15 @@ with the recipient (`` to=functions.NAME<|channel|>commentary json<|message|>{..
 llama.cpp#15181). So a message's body ends at the first harmony token or at the end of the text:
 
 - ``<|call|>`` (the family's end token): a call, its body handed to the judge;
-- ``<|end|>`` / ``<|return|>``: an ordinary message, no call (Ollama's fixture);
+- ``<|end|>`` / ``<|return|>``: an ordinary message, no call (Ollama's fixture), but for
+  LLM-jp's parallel calls: LLM-jp 4.1 writes every call of a reply as a message of its own, all
+  but the last closed by ``<|end|>``, the next one right after it (llama.cpp
+  ``models/templates/llm-jp-llm-jp-4.1-8b-thinking.jinja``, "all but the last end with
+  <|end|>, the last with <|call|>"; ``common/parsers/llm-jp-harmony.cpp`` reads
+  ``call (<|end|> <|start|>assistant call)*``). So a body that is one complete JSON value,
+  closed by ``<|end|>`` and followed (blanks between) by ``<|start|>`` and a message that is
+  a call, is a call too; the calls of such a run count together, or none of them when the
+  run does not end in a call (a lone ``{...}<|end|>`` stays an ordinary message);
 - the next message, or the end of the text: a call when the body is one complete JSON value
   (llama.cpp's parser reads exactly that); cut when it stops inside one; no call otherwise
   (an empty or prose body addressed to a function is nothing to run).
@@ -132,8 +140,51 @@ class RecipientFirstHarmonyReader(TextCallReader):
         return read_message(self, text, start, context)
 
 
+class _EndedCall:
+    """A complete JSON body addressed to an offered function and closed by ``<|end|>``: a call
+    when the message right after it is one (LLM-jp's parallel calls), else nothing to run."""
+
+    __slots__ = ("call", "end")
+
+    def __init__(self, call: TextCall, end: int) -> None:
+        self.call = call
+        #: Just after its ``<|end|>``.
+        self.end = end
+
+
 def read_message(reader: TextCallReader, text: str, start: int, context: ReadContext) -> ReadResult:
-    """One message from ``start`` (``<|start|>``, ``<|channel|>`` or the recipient)."""
+    """The message from ``start`` (``<|start|>``, ``<|channel|>`` or the recipient), with the
+    run of calls after it when it is a call closed by ``<|end|>`` (see the module docstring).
+
+    A run that does not end in a call is no call at all, and it is stepped over whole, so that
+    each message is read once however long the run (hostile text stays linear)."""
+    calls: list[TextCall] = []
+    at = start
+    while True:
+        result = _read_one(reader, text, at, context)
+        if not isinstance(result, _EndedCall):
+            break
+        calls.append(result.call)
+        after = skip_blanks(text, result.end)
+        if text.startswith(_START, after):
+            at = after  # the next message: the run goes on if it is a call
+            continue
+        if not context.final and _START.startswith(text[after : after + len(_START)]):
+            return NEED_MORE  # the next message may still begin
+        return Skip(result.end)  # nothing follows it that is a call: no call
+    if not calls:
+        return result
+    if isinstance(result, Found):
+        return Found(start, result.end, (*calls, *result.calls), closed=result.closed)
+    if result is NEED_MORE:
+        return NEED_MORE
+    return Skip(at)  # the run ends in a message that is no call: none of them counts
+
+
+def _read_one(
+    reader: TextCallReader, text: str, start: int, context: ReadContext
+) -> ReadResult | _EndedCall:
+    """One message from ``start``."""
     final = context.final
     body_start = text.find(_MESSAGE, start, start + _HEADER_LIMIT)
     limit = body_start if body_start >= 0 else min(len(text), start + _HEADER_LIMIT)
@@ -157,8 +208,15 @@ def read_message(reader: TextCallReader, text: str, start: int, context: ReadCon
     stop = _TOKEN.search(text, inside)
     if stop is not None and stop.group() in reader.end_tokens:
         return Found(start, stop.end(), (TextCall(name, text[inside : stop.start()].strip()),))
-    if stop is not None and stop.group() in ("<|end|>", "<|return|>"):
+    if stop is not None and stop.group() == "<|end|>":
+        at = skip_blanks(text, inside)
+        body = text[at : stop.start()]  # a JSON value never runs past its message
+        length = value_end(body, 0) if body[:1] in ("{", "[") else None
+        if length is not None and not body[length:].strip():
+            return _EndedCall(TextCall(name, body[:length]), stop.end())
         return Skip(stop.end())  # an ordinary message, not a call
+    if stop is not None and stop.group() == "<|return|>":
+        return Skip(stop.end())  # the final answer's end, not a call
     if stop is None and not final:
         return NEED_MORE  # the body may go on, or <|call|> may come
     # The message ended without its end token: the next message began, or the text ended.

@@ -143,7 +143,8 @@ REASONING_WRAPPERS: tuple[ReasoningWrapper, ...] = (
         source="llama.cpp models/templates/google-gemma-4-31B-it.jinja, common/parsers/gemma4.cpp",
     ),
     ReasoningWrapper(
-        openers=("<|channel|>analysis<|message|>",),
+        # LLM-jp's tokenizer writes a blank after every special token (llm-jp-harmony.cpp).
+        openers=("<|channel|>analysis<|message|>", "<|channel|> analysis<|message|>"),
         closers=("<|end|>",),
         opened_by_prompt=False,
         not_after=r"to=[^\s<]+\s*\Z",

@@ -84,8 +84,19 @@ class TextCallStage(SyncStage):
         max_tokens: int | None = None,
         stop_sequences: tuple[str, ...] | None = None,
     ) -> None:
-        self.readers = readers_for(families)
-        self.table = _table_for(self.readers)
+        readers = readers_for(families)
+        self._set_up(readers, _table_for(readers), tools, max_tokens, stop_sequences)
+
+    def _set_up(
+        self,
+        readers: tuple[TextCallReader, ...],
+        table: ReaderTable | None,
+        tools: Sequence[Any] | Toolset | None,
+        max_tokens: int | None,
+        stop_sequences: tuple[str, ...] | None,
+    ) -> None:
+        self.readers = readers
+        self.table = table
         self.toolset = tools if isinstance(tools, Toolset) or tools is None else Toolset(tools)
         self.max_tokens = max_tokens
         self.stop_sequences = stop_sequences
@@ -102,9 +113,10 @@ class TextCallStage(SyncStage):
         stop_sequences: tuple[str, ...] | None = None,
     ) -> TextCallStage:
         """The same families (compiled once) with one turn's tools and request facts."""
-        stage = TextCallStage(
-            self.readers, tools, max_tokens=max_tokens, stop_sequences=stop_sequences
-        )
+        # Not through ``__init__``: its look-ups of the readers and their table cost more than
+        # the rest of a short turn's set-up.
+        stage = TextCallStage.__new__(TextCallStage)
+        stage._set_up(self.readers, self.table, tools, max_tokens, stop_sequences)
         return stage
 
     def _property_schemas(self, tool: str) -> Mapping[str, Any]:
@@ -179,9 +191,8 @@ class _TextCallStep:
         self._stage = stage
         self._table = stage.table
         self._context = stage.context
-        first = stage.table.first_chars if stage.table is not None else frozenset()
         #: Matches any character that may start a marker: text without one is ordinary.
-        self._first = re.compile("[" + re.escape("".join(sorted(first))) + "]") if first else None
+        self._first = stage.table.starts if stage.table is not None else None
         #: Text not decided yet (everything before it was emitted or is inside a block).
         self._held = ""
         #: Text received since the held text was last read (joined at the next reading).
@@ -262,35 +273,44 @@ class _TextCallStep:
     def _text_batch(
         self, events: list[Event], texts: list[str], first: re.Pattern[str]
     ) -> list[Event]:
-        """:meth:`feed_batch` for a batch of text only (most reads), with C-speed joins: the
-        pieces before the first marker character pass as they are (ordinary text), the rest
-        is held and read at the batch's end, as event by event (the same pieces pass; the
-        rest was held piece by piece and read at the end all the same)."""
+        """:meth:`feed_batch` for a batch of text only (most reads), with C-speed joins.
+
+        In text mode the ordinary text up to the first token the scan would stop at (complete
+        inline code is no stop: ``ReaderTable.ordinary_end``) passes at once, the batch as it
+        is when that is all of it; the rest is held and read from that token. In a code fence
+        the pieces before the first marker character pass as they are and the rest is read
+        from the piece that holds it (a fence closes at a line's start). The same text and
+        calls as event by event, released at the same read, in fewer pieces."""
         joined = "".join(texts)
         if self._fast:
             marker = first.search(joined)
-            if marker is None:
+            at = len(joined) if marker is None else marker.start()
+            if at < len(joined) and self._state.mode == TEXT and self._table is not None:
+                at = self._table.ordinary_end(joined, at)
+            if at == len(joined):
                 if joined:
-                    self._emitted += len(joined)
+                    self._emitted += at
                     self._line_start = joined[-1] == "\n"
                 return events
-            at = marker.start()
-            passed = 0
-            length = 0
-            for text in texts:  # the pieces wholly before the marker character
-                size = len(text)
-                if length + size > at:
-                    break
-                length += size
-                passed += 1
-            if length:
-                self._emitted += length
-                self._line_start = joined[length - 1] == "\n"
+            passed: list[Event]
+            if self._state.mode == TEXT:
+                passed = [TextDelta(text=joined[:at])] if at else []
+            else:
+                count = length = 0
+                for text in texts:  # the pieces wholly before the marker character
+                    if length + len(text) > at:
+                        break
+                    length += len(text)
+                    count += 1
+                passed, at = events[:count], length
+            if at:
+                self._emitted += at
+                self._line_start = joined[at - 1] == "\n"
             self._fast = False
-            held = joined[length:]
+            held = joined[at:]
             self._pending.append(held)
             self._pending_length += len(held)
-            return [*events[:passed], *self._read_when_due()]
+            return [*passed, *self._read_when_due()]
         self._pending.append(joined)
         self._pending_length += len(joined)
         return self._read_when_due()
