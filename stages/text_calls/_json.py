@@ -10,6 +10,8 @@ keys, known keys only); the arguments value is only delimited here and read by t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import partial
 
 import msgspec
 
@@ -190,15 +192,20 @@ def _string_holding_an_object(arguments: str, name: str) -> bool:
     return verdict.may_run and "double_encoded" in verdict.repairs
 
 
-def read_call_list(
-    text: str, start: int, context: ReadContext, *, wrapped: bool
+#: Reads one call object at an index: the call and the index after it, "more text", or none.
+ObjectReader = Callable[[str, int, ReadContext], "tuple[TextCall, int] | _NeedMore | None"]
+
+
+def read_object_list(
+    text: str, start: int, context: ReadContext, read_object: ObjectReader
 ) -> tuple[tuple[TextCall, ...], int] | _NeedMore | None:
-    """A call object, or a JSON array of call objects (``[{...}, {...}]``), at ``start``."""
+    """A call object, or a JSON array of them (``[{...}, {...}]``), at ``start``, each object
+    read by ``read_object``: the one list grammar under every call shape (``_shapes.py``)."""
     length = len(text)
     if start >= length:
         return NEED_MORE if not context.final else None
     if text[start] == "{":
-        read = read_call_object(text, start, context, wrapped=wrapped)
+        read = read_object(text, start, context)
         if read is None or isinstance(read, _NeedMore):
             return read
         return (read[0],), read[1]
@@ -218,7 +225,7 @@ def read_call_list(
             if text[index] == "]" and calls:
                 return tuple(calls), index + 1
             return None
-        read = read_call_object(text, index, context, wrapped=wrapped)
+        read = read_object(text, index, context)
         if read is None or isinstance(read, _NeedMore):
             return read
         call, index = read
@@ -232,18 +239,32 @@ def read_call_list(
             return None
 
 
-def list_or_skip(
-    text: str, index: int, context: ReadContext, *, wrapped: bool
+def read_call_list(
+    text: str, start: int, context: ReadContext, *, wrapped: bool
+) -> tuple[tuple[TextCall, ...], int] | _NeedMore | None:
+    """A ``{"name", "arguments"}`` call object, or a JSON array of them, at ``start``."""
+    return read_object_list(text, start, context, partial(read_call_object, wrapped=wrapped))
+
+
+def objects_or_skip(
+    text: str, index: int, context: ReadContext, read_object: ObjectReader
 ) -> tuple[tuple[TextCall, ...], int] | ReadResult:
-    """:func:`read_call_list`, with "not a call" as a :class:`Skip` past the JSON value: the
+    """:func:`read_object_list`, with "not a call" as a :class:`Skip` past the JSON value: the
     value is one value by JSON's rules, so nothing inside it opens a call."""
-    read = read_call_list(text, index, context, wrapped=wrapped)
+    read = read_object_list(text, index, context, read_object)
     if read is not None:
         return read
     end = value_end(text, index)
     if end is None:
         return Skip(len(text)) if context.final else NEED_MORE
     return Skip(end)
+
+
+def list_or_skip(
+    text: str, index: int, context: ReadContext, *, wrapped: bool
+) -> tuple[tuple[TextCall, ...], int] | ReadResult:
+    """:func:`objects_or_skip` over ``{"name", "arguments"}`` call objects."""
+    return objects_or_skip(text, index, context, partial(read_call_object, wrapped=wrapped))
 
 
 def json_arguments_block(

@@ -17,18 +17,17 @@ and Mistral families). Others name the parts differently, and are read here by t
 
 from __future__ import annotations
 
+from functools import partial
+
 import msgspec
 
-from ._json import ARGUMENT_KEYS, list_or_skip, members, value_end
+from ._json import ARGUMENT_KEYS, list_or_skip, members, objects_or_skip
 from ._reading import (
     NEED_MORE,
     ReadContext,
     ReadResult,
-    Skip,
     TextCall,
     _NeedMore,
-    cut_last,
-    skip_blanks,
 )
 
 __all__ = ["COHERE_CALL", "NAME_KEYED_CALL", "OPENAI_CALL", "CallShape", "call_list_or_skip"]
@@ -66,13 +65,7 @@ def call_list_or_skip(
     family's wrapper; "not a call" is a :class:`Skip` past the JSON value."""
     if shape == OPENAI_CALL:
         return list_or_skip(text, index, context, wrapped=True)
-    read = _read_list(text, index, context, shape)
-    if read is not None:
-        return read
-    end = value_end(text, index)
-    if end is None:
-        return Skip(len(text)) if context.final else NEED_MORE
-    return Skip(end)
+    return objects_or_skip(text, index, context, partial(_read_object, shape=shape))
 
 
 def _read_object(
@@ -113,40 +106,3 @@ def _read_object(
         return TextCall(name, "" if cut else "{}", cut=cut), end
     value_start, value_stop = spans[keys[0]]
     return TextCall(name, text[value_start:value_stop], cut=cut), end
-
-
-def _read_list(
-    text: str, start: int, context: ReadContext, shape: CallShape
-) -> tuple[tuple[TextCall, ...], int] | _NeedMore | None:
-    """A call object, or a JSON array of them, at ``start`` (``_json.read_call_list``'s
-    grammar over this shape's objects)."""
-    length = len(text)
-    if text[start] == "{":
-        read = _read_object(text, start, context, shape)
-        if read is None or isinstance(read, _NeedMore):
-            return read
-        return (read[0],), read[1]
-    calls: list[TextCall] = []
-    index = skip_blanks(text, start + 1)
-    while True:
-        if index >= length:
-            if not context.final:
-                return NEED_MORE
-            # Cut after a complete call: the call written last is cut with the list.
-            return (cut_last(calls), length) if calls else None
-        if text[index] != "{":
-            if text[index] == "]" and calls:
-                return tuple(calls), index + 1
-            return None
-        read = _read_object(text, index, context, shape)
-        if read is None or isinstance(read, _NeedMore):
-            return read
-        call, index = read
-        calls.append(call)
-        if call.cut:
-            return tuple(calls), length
-        index = skip_blanks(text, index)
-        if index < length and text[index] == ",":
-            index = skip_blanks(text, index + 1)
-        elif index < length and text[index] != "]":
-            return None
