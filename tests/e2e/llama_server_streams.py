@@ -36,6 +36,15 @@ ERROR = {"code": 500, "message": PEG, "type": "server_error"}
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 WHOLE = '{"city": "Paris"}'
 CUT = '{"city": "Par'
+CHAT_TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
+MESSAGES_TOOLS = [{"name": "get_weather", "input_schema": SCHEMA}]
+USER = [{"role": "user", "content": "What is the weather in Paris?"}]
+#: llama-server's old words quoting a whole, valid Hermes call (issue 30's fault; the shape of
+#: ggml-org/llama.cpp#20761's body, the tail a call the template's parser failed before).
+QUOTED_VALID = (
+    'Failed to parse input at pos 0: <tool_call>\n{"name": "get_weather", "arguments": '
+    '{"city": "Paris"}}\n</tool_call>'
+)
 
 
 def sse_data(payload: dict[str, Any]) -> bytes:

@@ -27,9 +27,13 @@ from e2e.anthropic_server import Reply as MessagesReply
 from e2e.anthropic_server import ScriptedMessagesServer, messages_reply
 from e2e.anthropic_server import running_server as running_messages_server
 from e2e.llama_server_streams import (
+    CHAT_TOOLS,
     CUT,
+    MESSAGES_TOOLS,
     PEG,
+    QUOTED_VALID,
     SCHEMA,
+    USER,
     WHOLE,
     chat_stream,
     llama_server_500,
@@ -51,16 +55,6 @@ pytestmark = [
         "ignore:Async generator '(anthropic|httpx|httpx2|httpcore|httpcore2)[.]:ResourceWarning"
     ),
 ]
-
-CHAT_TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
-MESSAGES_TOOLS = [{"name": "get_weather", "input_schema": SCHEMA}]
-USER = [{"role": "user", "content": "What is the weather in Paris?"}]
-#: llama-server's old words quoting a whole, valid Hermes call (issue 30's fault; the shape of
-#: ggml-org/llama.cpp#20761's body, the tail a call the template's parser failed before).
-QUOTED_VALID = (
-    'Failed to parse input at pos 0: <tool_call>\n{"name": "get_weather", "arguments": '
-    '{"city": "Paris"}}\n</tool_call>'
-)
 
 
 @pytest.fixture

@@ -21,7 +21,16 @@ import pytest
 from e2e.anthropic_server import Reply as MessagesReply
 from e2e.anthropic_server import ScriptedMessagesServer
 from e2e.anthropic_server import running_server as running_messages_server
-from e2e.llama_server_streams import SCHEMA, WHOLE, chat_stream, llama_server_500, messages_stream
+from e2e.llama_server_streams import (
+    CHAT_TOOLS,
+    MESSAGES_TOOLS,
+    QUOTED_VALID,
+    USER,
+    WHOLE,
+    chat_stream,
+    llama_server_500,
+    messages_stream,
+)
 from heal.client import SDK_ON_TRIO_LEAK, read_stream
 from heal.upstream import HealUpstream, Reply, running_upstream
 
@@ -34,15 +43,6 @@ pytestmark = [
         "ignore:Async generator '(anthropic|httpx|httpx2|httpcore|httpcore2)[.]:ResourceWarning"
     ),
 ]
-
-CHAT_TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
-MESSAGES_TOOLS = [{"name": "get_weather", "input_schema": SCHEMA}]
-USER = [{"role": "user", "content": "What is the weather in Paris?"}]
-#: llama-server's old words, quoting a whole valid Hermes call (issue 30's fault).
-QUOTED_VALID = (
-    'Failed to parse input at pos 0: <tool_call>\n{"name": "get_weather", "arguments": '
-    '{"city": "Paris"}}\n</tool_call>'
-)
 
 
 @pytest.fixture(scope="module")
