@@ -253,9 +253,7 @@ def _unterminated_in_markup(verdict: Verdict, call: ToolCallComplete) -> Verdict
         f"{verdict.detail}, yet the call's markup was closed after them: a closing bracket or "
         "quote is missing"
     )
-    rejected = msgspec.structs.replace(
-        verdict, reason="not_json", detail=detail, truncated=False, message=None
-    )
+    rejected = msgspec.structs.replace(verdict, reason="not_json", detail=detail, truncated=False)
     message = render_message(rejected, tool=call.name, raw=call.arguments_raw, call_id=call.call_id)
     return msgspec.structs.replace(rejected, message=message)
 
@@ -273,7 +271,7 @@ def _with_cut_message(verdict: Verdict, call: ToolCallComplete) -> Verdict:
 
 
 class _JudgeStep:
-    __slots__ = ("_cut_unseen", "_limit", "_stage")
+    __slots__ = ("_cut_unseen", "_limit", "_priced_call", "_priced_elsewhere", "_stage")
 
     def __init__(self, stage: JudgeStage) -> None:
         self._stage = stage
@@ -281,17 +279,29 @@ class _JudgeStep:
         #: A call the judge found cut that the stream had not marked cut: the ``Finish`` must
         #: say the turn was cut (see the module docstring).
         self._cut_unseen = False
+        #: The last call priced by :meth:`_elsewhere`, and its answer.
+        self._priced_call: ToolCallComplete | None = None
+        self._priced_elsewhere = False
 
     def is_heavy(self, event: Event) -> bool:
         """A call this large is judged in a worker thread (see ``JudgeStage.offload_above``),
         and one whose schema check is costly in a worker process (``check_budget``)."""
         return type(event) is ToolCallComplete and (
-            len(event.arguments_raw) > self._limit or self._stage.checks_elsewhere(event)
+            len(event.arguments_raw) > self._limit or self._elsewhere(event)
         )
+
+    def _elsewhere(self, call: ToolCallComplete) -> bool:
+        """``checks_elsewhere(call)``, priced once per call: the runner asks :meth:`is_heavy`
+        of one call up to three times (``any_heavy``, its own loop, ``feed_step``), and
+        :meth:`feed_heavy` asks again, and pricing reads the whole arguments."""
+        if call is not self._priced_call:
+            self._priced_call = call
+            self._priced_elsewhere = self._stage.checks_elsewhere(call)
+        return self._priced_elsewhere
 
     async def feed_heavy(self, event: Event) -> list[Event]:
         """:meth:`feed` for an event :meth:`is_heavy` chose, away from the event loop."""
-        if type(event) is ToolCallComplete and self._stage.checks_elsewhere(event):
+        if type(event) is ToolCallComplete and self._elsewhere(event):
             return self._noted(event, [await self._stage.judge_elsewhere(event)])
         return await anyio.to_thread.run_sync(_feed_listed, self, event)
 
