@@ -59,7 +59,6 @@ from typing import Any
 import msgspec
 from litellm.integrations.custom_guardrail import CustomGuardrail
 
-from ..adapters.constraints import ConstraintOptions
 from ..adapters.encoding import sse_frame
 from ..adapters.registry import heal_formats
 from ..adapters.registry import provider as provider_entry
@@ -67,7 +66,12 @@ from ..api import Pipeline
 from ..core.errors import ConfigurationError
 from ..core.events import ProviderError, ResponseInfo
 from ..core.wire import Done, HealPlan, WireFormat, WireItem
-from ..heal.options import CONSTRAIN_HEADER, checked_factor, checked_names, request_constraint
+from ..heal.options import (
+    CONSTRAIN_HEADER,
+    checked_factor,
+    constraint_options,
+    request_constraint,
+)
 from ..heal.session import HealSession
 from ..heal.telemetry import HealTelemetry
 from ..stages.judge_process import DEFAULT_CHECK_BUDGET
@@ -158,9 +162,7 @@ class ToolwireGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is un
         self._max_retries = max_retries
         self._ceiling = max_tokens_ceiling
         self._factor = checked_factor(max_tokens_factor)
-        self._constrain = ConstraintOptions(
-            enabled=bool(constrain), off_tools=frozenset(checked_names(unconstrained_tools))
-        )
+        self._constrain = constraint_options(constrain, unconstrained_tools)
 
     # -- LiteLLM's hooks ---------------------------------------------------------------------
 

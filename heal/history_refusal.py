@@ -25,17 +25,15 @@ from collections.abc import Mapping
 
 from ..core.parser_errors import ParserErrorFacts
 
-__all__ = ["HISTORY_REFUSED_HEADER", "refusal_headers"]
+__all__ = ["HISTORY_REFUSED_HEADER", "SHOULD_RETRY", "refusal_headers"]
 
 #: The response header that says the server refused the request's history, and what to do.
 HISTORY_REFUSED_HEADER = "x-toolwire-history-refused"
 #: The header the openai and anthropic SDKs obey before sending a request again.
-_SHOULD_RETRY = "x-should-retry"
+SHOULD_RETRY = "x-should-retry"
 
 
-def refusal_headers(
-    facts: ParserErrorFacts, repaired: Mapping[str, int]
-) -> list[tuple[bytes, bytes]]:
+def refusal_headers(facts: ParserErrorFacts, repaired: Mapping[str, int]) -> dict[str, str]:
     """The headers added to the server's refusal of the history (``facts``: its words, read by
     its server's reader), ``repaired``: the earlier calls toolwire rewrote before sending (kind
     -> calls, ``HealPlan.repaired``). ASCII on one line: what a header may hold."""
@@ -54,7 +52,7 @@ def refusal_headers(
         "server's words, then send its arguments as one JSON object, or replay it as a "
         "rejected call: arguments {} and a tool result that says why."
     )
-    return [
-        (HISTORY_REFUSED_HEADER.encode(), told.encode("ascii", "replace")),
-        (_SHOULD_RETRY.encode(), b"false"),
-    ]
+    return {
+        HISTORY_REFUSED_HEADER: told.encode("ascii", "replace").decode("ascii"),
+        SHOULD_RETRY: "false",
+    }

@@ -55,6 +55,14 @@ def checked_names(names: Iterable[str]) -> list[str]:
     return found
 
 
+def constraint_options(constrain: object, unconstrained_tools: Iterable[str]) -> ConstraintOptions:
+    """The shell's constraint setting (``constrain``, ``unconstrained_tools``), checked: what
+    the transport and the LiteLLM guardrail take alike."""
+    return ConstraintOptions(
+        enabled=bool(constrain), off_tools=frozenset(checked_names(unconstrained_tools))
+    )
+
+
 def request_constraint(options: ConstraintOptions, header: str | None) -> ConstraintOptions:
     """``options`` for one request whose ``x-toolwire-constrain`` header is ``header``: ``off``
     (or ``0``, ``false``, ``no``) turns the constraint off; anything else changes nothing (a

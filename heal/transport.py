@@ -68,7 +68,6 @@ import msgspec
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
-from ..adapters.constraints import ConstraintOptions
 from ..adapters.parser_errors import parser_error_readers
 from ..adapters.registry import heal_formats, read_request, reads_text_calls_behind
 from ..adapters.registry import provider as provider_entry
@@ -84,10 +83,15 @@ from ..stages.judge_process import DEFAULT_CHECK_BUDGET
 from ..stages.telemetry.observer import Redactor
 from ..stages.text_calls import readers_for
 from .history_refusal import HISTORY_REFUSED_HEADER as HISTORY_REFUSED_HEADER
-from .history_refusal import refusal_headers
+from .history_refusal import SHOULD_RETRY, refusal_headers
 from .options import CONSTRAIN_HEADER as CONSTRAIN_HEADER
 from .options import CONSTRAINED_HEADER as CONSTRAINED_HEADER
-from .options import checked_factor, checked_names, constrained_header, request_constraint
+from .options import (
+    checked_factor,
+    constrained_header,
+    constraint_options,
+    request_constraint,
+)
 from .refusal import Refusal, ToolLimits, compiled_or_refusal, tools_refusal
 from .request_body import unreadable_refusal
 from .session import AttemptEnd, HealSession
@@ -119,8 +123,6 @@ _ERROR_BODY_CAP = 64 * 1024
 #: a call toolwire will not pass on (502 Bad Gateway), sent with ``x-should-retry: false`` so
 #: that the openai SDK raises at once instead of sending the whole request again.
 FAILED_STATUS = 502
-#: The header the openai and anthropic SDKs obey before sending a request again.
-_SHOULD_RETRY = "x-should-retry"
 #: The response header that says what was adapted so that the server accepts the request
 #: (``assistant_content=1, tool_result_role=2, stream=1``; see each format's ``plan_request``).
 ADAPTED_HEADER = "x-toolwire-adapted"
@@ -240,9 +242,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
         self._max_retries = max_retries
         self._ceiling = max_tokens_ceiling
         self._factor = checked_factor(max_tokens_factor)
-        self._constrain = ConstraintOptions(
-            enabled=bool(constrain), off_tools=frozenset(checked_names(unconstrained_tools))
-        )
+        self._constrain = constraint_options(constrain, unconstrained_tools)
         if tool_limits is not None and not isinstance(tool_limits, ToolLimits):
             raise ConfigurationError(f"tool_limits must be a ToolLimits, got {tool_limits!r}")
         self._tool_limits = tool_limits or ToolLimits()
@@ -379,8 +379,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
         facts = read_parser_error(readers, response.status_code, text)
         if facts is not None and facts.about == "history":
             refused = _rebuilt(response, content)
-            for name, value in refusal_headers(facts, plan.repaired if plan else {}):
-                refused.headers[name.decode()] = value.decode()
+            refused.headers.update(refusal_headers(facts, plan.repaired if plan else {}))
             return refused
         if facts is None or plan is None or not plan.heal:
             return _rebuilt(response, content)
@@ -588,7 +587,7 @@ class HealingTransport(httpx.AsyncBaseTransport):
                 # Nothing was sent to the client yet: the server's answer is the answer; but
                 # sending the whole exchange again would repeat the work already spent.
                 session.retry_refused(refused.status_code, b"")
-                refused.headers[_SHOULD_RETRY] = "false"
+                refused.headers[SHOULD_RETRY] = "false"
                 return refused
             try:
                 retry_content = await read_whole(retry)
@@ -824,7 +823,7 @@ def _failed(
         return None
     return _whole(
         status,
-        [(b"content-type", b"application/json"), (_SHOULD_RETRY.encode(), b"false")],
+        [(b"content-type", b"application/json"), (SHOULD_RETRY.encode(), b"false")],
         _encode(error),
     )
 

@@ -257,7 +257,7 @@ class ProxyApp:
     def _before_the_body(self, headers: list[tuple[bytes, bytes]]) -> Refusal | None:
         """A refusal answered before a byte of the body is read (the connection is closed)."""
         connections = self._connections
-        if connections is not None and connections.open > connections.cap:
+        if connections is not None and connections.over:
             return Refusal(
                 503,
                 "server_busy",

@@ -75,6 +75,11 @@ class ClientConnections:
         """Whether one more connection would pass the cap."""
         return self.open >= self.cap
 
+    @property
+    def over(self) -> bool:
+        """Whether the connections open now pass the cap (the newest one is past it)."""
+        return self.open > self.cap
+
 
 def guarded_h11_protocol(
     connections: ClientConnections,
@@ -105,7 +110,7 @@ def guarded_h11_protocol(
             # What uvicorn closes from now on lingers when the request's body is unread.
             self.transport = _LingeringTransport(self.transport, self)  # type: ignore[assignment]
             connections.open += 1
-            over = connections.open > connections.cap
+            over = connections.over
             self._arm_head(min(head_timeout, _OVER_CAP_HEAD_TIMEOUT) if over else head_timeout)
 
         def connection_lost(self, exc: Exception | None) -> None:
