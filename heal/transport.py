@@ -101,6 +101,7 @@ from .whole_body import read_whole
 __all__ = [
     "ADAPTED_HEADER",
     "ATTEMPTS_HEADER",
+    "BODY_CHECKED",
     "CONSTRAINED_HEADER",
     "CONSTRAIN_HEADER",
     "HISTORY_REFUSED_HEADER",
@@ -135,6 +136,10 @@ HISTORY_REPAIRED_HEADER = "x-toolwire-history-repaired"
 #: ``toolwire serve``'s upstream sends such a request once more when a kept-alive connection
 #: closed before answering it (:mod:`toolwire.serve.upstream`).
 RESENDABLE = "toolwire.resendable"
+#: The request extension that says the body was already read by
+#: :func:`~toolwire.heal.request_body.body_refusal` and passed (``toolwire serve`` reads every
+#: body on a healed path so): the transport does not read it again to find it unreadable.
+BODY_CHECKED = "toolwire.body_checked"
 #: The response headers of a whole (non-streamed) healed answer that say what its exchange took
 #: (``HealSession.figures``): upstream requests tried (the first, each retry, the one resend
 #: after a drop), calls toolwire rejected (never passed on), calls passed on repaired.
@@ -278,7 +283,9 @@ class HealingTransport(httpx.AsyncBaseTransport):
         wire = self.format_for(request)
         if wire is None:
             return await self._wrapped.handle_async_request(request)
-        planned = await self._checked_plan(wire, await request.aread())
+        planned = await self._checked_plan(
+            wire, await request.aread(), checked=request.extensions.get(BODY_CHECKED) is True
+        )
         if planned is None:
             response = await self._wrapped.handle_async_request(request)
             if 200 <= response.status_code < 300:
@@ -390,8 +397,11 @@ class HealingTransport(httpx.AsyncBaseTransport):
             extensions=_passed_extensions(response),
         )
 
-    async def _checked_plan(self, wire: WireFormat, content: bytes) -> _Planned | Refusal | None:
-        """How ``content`` is healed (``None``: it is not), or why it must not go upstream.
+    async def _checked_plan(
+        self, wire: WireFormat, content: bytes, *, checked: bool
+    ) -> _Planned | Refusal | None:
+        """How ``content`` is healed (``None``: it is not), or why it must not go upstream
+        (``checked``: the caller found it readable already, see :data:`BODY_CHECKED`).
 
         The checks of :mod:`toolwire.heal.refusal`: the request's tools are counted, measured
         and compiled by the pipeline's own cache, so the judge of the response finds them
@@ -400,21 +410,25 @@ class HealingTransport(httpx.AsyncBaseTransport):
         worker thread unless the judge already has them.
         """
         if len(content) > _PLANNED_IN_A_THREAD_ABOVE:
-            return await anyio.to_thread.run_sync(self._plan_compiled, wire, content)
-        planned = self._plan_now(wire, content)
+            return await anyio.to_thread.run_sync(self._plan_compiled, wire, content, checked)
+        planned = self._plan_now(wire, content, checked)
         if not isinstance(planned, _Uncompiled):
             return planned
         return await anyio.to_thread.run_sync(planned.compiled)
 
-    def _plan_compiled(self, wire: WireFormat, content: bytes) -> _Planned | Refusal | None:
-        planned = self._plan_now(wire, content)
+    def _plan_compiled(
+        self, wire: WireFormat, content: bytes, checked: bool
+    ) -> _Planned | Refusal | None:
+        planned = self._plan_now(wire, content, checked)
         return planned.compiled() if isinstance(planned, _Uncompiled) else planned
 
     def _plan_now(
-        self, wire: WireFormat, content: bytes
+        self, wire: WireFormat, content: bytes, checked: bool
     ) -> _Planned | Refusal | _Uncompiled | None:
         plan = wire.plan_request(content)
         if plan is None:
+            if checked:
+                return None
             # Not planned: readable and not healed, or a body msgspec cannot read that a lax
             # upstream may (``NaN``, a BOM, a lone surrogate...): that would go up unhealed in
             # silence, so it is refused, naming why (issue 29, M3).

@@ -48,7 +48,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
 from ..heal.refusal import ToolLimits
-from ..heal.transport import HealingTransport
+from ..heal.transport import BODY_CHECKED, HealingTransport
 from .connections import ClientConnections
 from .guard import (
     HOP_BY_HOP,
@@ -364,7 +364,10 @@ class ProxyApp:
         wire = self._healing.format_for(request) if self._healing is not None else None
         if wire is None:
             return None
-        return body_refusal(request.content)
+        refusal = body_refusal(request.content)
+        if refusal is None:  # read whole here: the healing need not read it again
+            request.extensions[BODY_CHECKED] = True
+        return refusal
 
     def _upstream_url(self, path: str, query: bytes) -> str:
         upstream = self.settings.upstream
