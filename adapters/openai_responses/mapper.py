@@ -353,14 +353,7 @@ class OpenAIResponsesMapper(MapperBase):
         the model's broken call (``core/stream_state.py``)."""
         message = envelope.message if type(envelope.message) is str else "provider error"
         code = envelope.code
-        error = ProviderError(
-            message=message,
-            kind="error_payload",
-            code=str(code) if code is not None else None,
-            raw=cap_text(data),
-            fatal=True,
-        )
-        self._state.fatal_or_known(out, error, None, data)
+        self._in_band_error(out, message, str(code) if code is not None else None, data)
         self._end(out)
 
     def _terminal(self, kind: str, envelope: Envelope, data: bytes, out: list[Event]) -> None:
