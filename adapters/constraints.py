@@ -39,6 +39,7 @@ __all__ = [
     "GRAMMAR_CORE",
     "LLAMA_CPP",
     "LLAMA_CPP_PYTHON",
+    "NO_PARAMETERS",
     "OPENAI_STRICT",
     "STRUCTURED_OUTPUTS",
     "ConstraintOptions",
@@ -48,6 +49,7 @@ __all__ = [
     "constrained_reask",
     "find_tool",
     "forcing_for",
+    "function_name",
     "schema_checked",
     "skipped",
     "unsupported_keyword",
@@ -269,6 +271,17 @@ def constrained_reask(
     if tool in options.off_tools:
         return skipped(tool, "off", "tool")
     return constrain(body, tool)
+
+
+#: A tool's ``parameters`` when it has none: an object with nothing in it.
+NO_PARAMETERS: Mapping[str, Any] = {"type": "object", "properties": {}}
+
+
+def function_name(tool: Mapping[str, Any]) -> object:
+    """The name of a ``tools`` entry of Chat's (and Ollama's) shape (``{"type": "function",
+    "function": {"name": ...}}``)."""
+    function = tool.get("function")
+    return function.get("name") if isinstance(function, Mapping) else None
 
 
 def find_tool(

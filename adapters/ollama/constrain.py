@@ -33,36 +33,35 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ...core.wire import Constraint
-from ..constraints import LLAMA_CPP, call_envelope, find_tool, schema_checked, skipped
+from ..constraints import (
+    LLAMA_CPP,
+    NO_PARAMETERS,
+    call_envelope,
+    find_tool,
+    function_name,
+    schema_checked,
+    skipped,
+)
 
 __all__ = ["MECHANISM", "constrained_ollama"]
 
 #: The name telemetry and the docs give it.
 MECHANISM: Final = "format=call"
 
-#: A tool's ``parameters`` when it has none: an object with nothing in it.
-_NO_PARAMETERS: Mapping[str, Any] = {"type": "object", "properties": {}}
-
-
-def _function_name(tool: Mapping[str, Any]) -> object:
-    """The name of an Ollama ``tools`` entry (``{"type": "function", "function": {"name"}}``)."""
-    function = tool.get("function")
-    return function.get("name") if isinstance(function, Mapping) else None
-
 
 def constrained_ollama(body: Mapping[str, Any], tool: str) -> Constraint:
     """``body`` asking for a call to ``tool`` in ``format``, without ``tools`` (see the module
     docstring), or why it cannot: ``tool_not_offered``, ``client_format``,
     ``schema_unsupported``."""
-    entry = find_tool(body.get("tools"), tool, _function_name)
+    entry = find_tool(body.get("tools"), tool, function_name)
     if entry is None:
         return skipped(tool, "tool_not_offered")
     if body.get("format") not in (None, ""):
         return skipped(tool, "client_format", "format")
     function = entry.get("function")
-    schema = function.get("parameters", _NO_PARAMETERS) if isinstance(function, Mapping) else None
+    schema = function.get("parameters", NO_PARAMETERS) if isinstance(function, Mapping) else None
     if schema is None:
-        schema = _NO_PARAMETERS
+        schema = NO_PARAMETERS
     refused = schema_checked(tool, schema, LLAMA_CPP)
     if refused is not None:
         return refused

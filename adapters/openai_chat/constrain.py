@@ -45,17 +45,16 @@ import msgspec
 from ...core.wire import Constraint
 from ..constraints import (
     FORMAT_KEYS,
+    NO_PARAMETERS,
     SchemaEngine,
     call_envelope,
     find_tool,
+    function_name,
     schema_checked,
     skipped,
 )
 
-__all__ = ["ChatForcing", "constrained_chat", "function_name"]
-
-#: A tool's ``parameters`` when it has none: an object with nothing in it.
-_NO_PARAMETERS: Mapping[str, Any] = {"type": "object", "properties": {}}
+__all__ = ["ChatForcing", "constrained_chat"]
 
 
 class ChatForcing(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,12 +85,6 @@ class ChatForcing(msgspec.Struct, frozen=True, kw_only=True):
         return "tool_choice=function+strict" if self.strict else "tool_choice=function"
 
 
-def function_name(tool: Mapping[str, Any]) -> object:
-    """The name of a Chat ``tools`` entry (``{"type": "function", "function": {"name": ...}}``)."""
-    function = tool.get("function")
-    return function.get("name") if isinstance(function, Mapping) else None
-
-
 def constrained_chat(body: Mapping[str, Any], tool: str, forcing: ChatForcing | None) -> Constraint:
     """``body`` asking for a call to ``tool`` the way ``forcing`` says (see the module
     docstring), or why it cannot: ``no_mechanism``, ``tool_not_offered``, ``client_format``,
@@ -107,7 +100,7 @@ def constrained_chat(body: Mapping[str, Any], tool: str, forcing: ChatForcing | 
         if taken is not None:
             return skipped(tool, "client_format", taken)
     function = entry["function"]
-    schema = function.get("parameters", _NO_PARAMETERS)
+    schema = function.get("parameters", NO_PARAMETERS)
     refused = schema_checked(tool, schema, forcing.engine)
     if refused is not None:
         return refused

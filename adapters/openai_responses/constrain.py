@@ -25,6 +25,7 @@ from ..constraints import (
     FORMAT_KEYS,
     HOSTED,
     LLAMA_CPP,
+    NO_PARAMETERS,
     Forcing,
     call_envelope,
     find_tool,
@@ -56,7 +57,7 @@ def constrained_responses(
     )
     if entry is None:
         return skipped(tool, "tool_not_offered")
-    schema = entry.get("parameters", {"type": "object", "properties": {}})
+    schema = entry.get("parameters", NO_PARAMETERS)
     refused = schema_checked(tool, schema, forcing.engine)
     if refused is not None:
         return refused
