@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Final
 
 import msgspec
@@ -157,6 +157,12 @@ def skip_blanks(text: str, index: int) -> int:
     """The index of the first character at or after ``index`` that is not whitespace."""
     match = _BLANKS.match(text, index)
     return match.end() if match is not None else index
+
+
+def grows_into(rest: str, literals: Iterable[str]) -> bool:
+    """Whether ``rest`` (the end of the text so far) is a proper prefix of one of ``literals``:
+    more text may still make it one of them."""
+    return any(len(rest) < len(literal) and literal.startswith(rest) for literal in literals)
 
 
 def expect(text: str, index: int, literal: str, final: bool) -> bool | _NeedMore:

@@ -31,7 +31,16 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from ._reading import NEED_MORE, Found, ReadContext, Skip, TextCallReader, _NeedMore, skip_blanks
+from ._reading import (
+    NEED_MORE,
+    Found,
+    ReadContext,
+    Skip,
+    TextCallReader,
+    _NeedMore,
+    grows_into,
+    skip_blanks,
+)
 from .reasoning import REASONING
 
 __all__ = ["ReaderTable", "ScanState", "scan", "trie_pattern"]
@@ -204,8 +213,7 @@ def with_end_tokens(
         end = at + len(token)
         # The model ended its turn there: the block was not cut, whatever ended the stream.
         found = msgspec.structs.replace(found, end=end, closed=True)
-    rest = text[at:]
-    if not final and any(len(rest) < len(token) and token.startswith(rest) for token in tokens):
+    if not final and grows_into(text[at:], tokens):
         return NEED_MORE
     return found
 

@@ -37,6 +37,7 @@ from ._reading import (
     TextCall,
     TextCallReader,
     _NeedMore,
+    grows_into,
     skip_blanks,
 )
 from ._values import typed_value
@@ -68,7 +69,7 @@ def _ends_in(text: str, index: int, literals: tuple[str, ...]) -> bool:
     rest = text[index : index + _WINDOW]
     if index + len(rest) < len(text):
         return False
-    if any(len(rest) < len(literal) and literal.startswith(rest) for literal in literals):
+    if grows_into(rest, literals):
         return True
     opening = NS + "<"
     return opening.startswith(rest) or (rest.startswith(opening) and ">" not in rest[len(NS) :])

@@ -44,6 +44,8 @@ from collections.abc import Sequence
 
 import msgspec
 
+from ._reading import grows_into
+
 __all__ = ["REASONING", "REASONING_WRAPPERS", "ReasoningEnd", "ReasoningTable", "ReasoningWrapper"]
 
 
@@ -293,8 +295,7 @@ class ReasoningTable:
         """Whether ``text[at:]`` (the end of the text so far) may still grow into an opener."""
         if len(text) - at >= self._longest_opener:
             return False
-        rest = text[at:]
-        return any(len(rest) < len(opener) and opener.startswith(rest) for opener in self.openers)
+        return grows_into(text[at:], self.openers)
 
     def end(self, wrapper: int, text: str, position: int, final: bool) -> ReasoningEnd | int:
         """Where the reasoning of ``wrapper``, open at ``position``, ends; when it does not end

@@ -54,6 +54,7 @@ from ._reading import (
     _NeedMore,
     cut_last,
     expect,
+    grows_into,
     skip_blanks,
 )
 from ._shapes import OPENAI_CALL, CallShape, call_list_or_skip
@@ -304,8 +305,7 @@ def _end_token_at(
     text may still grow into one)."""
     if any(text.startswith(token, index) for token in row.end_tokens):
         return True
-    rest = text[index:]
-    if not context.final and any(token.startswith(rest) for token in row.end_tokens):
+    if not context.final and grows_into(text[index:], row.end_tokens):
         return NEED_MORE
     return False
 

@@ -38,6 +38,7 @@ from ._reading import (
     TextCallReader,
     _NeedMore,
     expect,
+    grows_into,
     skip_blanks,
 )
 from ._values import arguments_json, typed_value
@@ -376,7 +377,7 @@ def _ends_in(text: str, index: int, literals: tuple[str, ...]) -> bool:
     rest = text[index : index + _WINDOW]
     if index + len(rest) < len(text):
         return False
-    return any(len(rest) < len(literal) and literal.startswith(rest) for literal in literals)
+    return grows_into(rest, literals)
 
 
 def xml_reader(spec: XmlCallFormat) -> XmlParameterReader:
