@@ -32,13 +32,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-import referencing.jsonschema
 from jsonschema.protocols import Validator
-from jsonschema_specifications import REGISTRY as META_SCHEMAS  # type: ignore[import-untyped]
 from referencing import Specification
 from referencing.exceptions import Unresolvable
 
-from ._schema_refs import OFFLINE_REGISTRY
+from ._schema_refs import offline_root
 
 if TYPE_CHECKING:
     from referencing._core import Resolver  # not re-exported by referencing
@@ -456,13 +454,7 @@ def schema_cost(
 ) -> tuple[SchemaCost, CostProblem | None]:
     """The cost of ``schema`` (valid against its meta-schema, every reference resolvable),
     and why it cannot be used when it is past a bound (``None`` when it can)."""
-    dialect = validator_class.META_SCHEMA.get("$schema")
-    specification: Specification[Any] = referencing.jsonschema.specification_with(
-        dialect if isinstance(dialect, str) else "urn:unknown-dialect",
-        default=Specification.OPAQUE,
-    )
-    root = specification.create_resource(schema)
-    resolver = META_SCHEMAS.combine(OFFLINE_REGISTRY).resolver_with_root(root)
+    specification, _, resolver = offline_root(schema, validator_class)
     walk = _Walk(specification)
     here, here_ns, below, below_ns = walk.cost(schema, resolver)
     subschemas, pattern_ns = max(here, below), max(here_ns, below_ns)

@@ -15,15 +15,18 @@ resolves each ``$ref`` / ``$dynamicRef`` once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import referencing.jsonschema
 from jsonschema.protocols import Validator
 from jsonschema_specifications import REGISTRY as META_SCHEMAS  # type: ignore[import-untyped]
-from referencing import Registry, Specification
+from referencing import Registry, Resource, Specification
 from referencing.exceptions import Unresolvable
 
-__all__ = ["OFFLINE_REGISTRY", "bad_reference"]
+if TYPE_CHECKING:
+    from referencing._core import Resolver  # not re-exported by referencing
+
+__all__ = ["OFFLINE_REGISTRY", "bad_reference", "offline_root"]
 
 #: The registry every validator is built with: no resource of its own, and no retrieval.
 OFFLINE_REGISTRY: Registry[Any] = Registry()
@@ -43,21 +46,30 @@ def _describe(keyword: str, ref: str, error: Exception) -> str:
     return f"{keyword} {ref!r} is not a usable reference ({error})"
 
 
-def bad_reference(schema: Mapping[str, Any], validator_class: type[Validator]) -> str | None:
-    """Why a reference in ``schema`` cannot be resolved offline, or ``None`` when all can.
-
-    ``schema`` must already be valid against its meta-schema (so that its keywords have the
-    shapes the walk expects).
-    """
-    # The dialect of the validator class, as jsonschema itself derives it (each meta-schema
-    # names its own dialect in ``$schema``).
+def offline_root(
+    schema: Mapping[str, Any], validator_class: type[Validator]
+) -> tuple[Specification[Any], Resource[Any], Resolver[Any]]:
+    """``schema``'s specification (the dialect of ``validator_class``, as jsonschema itself
+    derives it: each meta-schema names its own dialect in ``$schema``), its resource, and a
+    resolver rooted at it that knows the meta-schemas and fetches nothing: what every walk of
+    its references starts from."""
     dialect = validator_class.META_SCHEMA.get("$schema")
     specification: Specification[Any] = referencing.jsonschema.specification_with(
         dialect if isinstance(dialect, str) else "urn:unknown-dialect",
         default=Specification.OPAQUE,
     )
     root = specification.create_resource(schema)
-    stack = [(root, META_SCHEMAS.combine(OFFLINE_REGISTRY).resolver_with_root(root))]
+    return specification, root, META_SCHEMAS.combine(OFFLINE_REGISTRY).resolver_with_root(root)
+
+
+def bad_reference(schema: Mapping[str, Any], validator_class: type[Validator]) -> str | None:
+    """Why a reference in ``schema`` cannot be resolved offline, or ``None`` when all can.
+
+    ``schema`` must already be valid against its meta-schema (so that its keywords have the
+    shapes the walk expects).
+    """
+    _, root, resolver = offline_root(schema, validator_class)
+    stack = [(root, resolver)]
     while stack:
         resource, resolver = stack.pop()
         contents = resource.contents
