@@ -170,12 +170,19 @@ class ReaderTable:
         is not complete inline code, or the beginning of one at its end, or ``len(text)``.
         The same search as the scan's, so that the stage passes the ordinary text of a batch
         (markdown with ``<``, ``[`` or inline code in it) without a scan, and scans from there."""
+        match, start = self.next_token(text, start)
+        return match.start() if match is not None else self.held_tail(text, start)
+
+    def next_token(self, text: str, start: int) -> tuple[re.Match[str] | None, int]:
+        """The first token in text mode at or after ``start`` that is not complete inline code
+        (the commonest token of markdown, stepped over), and where the search stood then (past
+        the last inline code stepped over)."""
         search = self.text_search.search
         match = search(text, start)
         while match is not None and match.lastindex:  # complete inline code
             start = match.end()
             match = search(text, start)
-        return match.start() if match is not None else self.held_tail(text, start)
+        return match, start
 
     def held_tail(self, text: str, start: int) -> int:
         """Where a possible token begins at the end of ``text`` (``len(text)`` if none)."""
@@ -385,13 +392,9 @@ def scan(table: ReaderTable, text: str, state: ScanState, context: ReadContext) 
                     position = found.end
                     continue
                 position = start
-            search = table.text_search.search
-            match = search(text, position)
-            while match is not None and match.lastindex:
-                # Complete inline code, the commonest token of markdown: stepped over here, as
-                # the branch below and the CODE branch would on two turns of the loop.
-                position = match.end()
-                match = search(text, position)
+            # Complete inline code is stepped over there, as the branch below and the CODE
+            # branch would on two turns of the loop.
+            match, position = table.next_token(text, position)
             if match is None:
                 return stop(length if final else table.held_tail(text, position))
             token, at = match.group(), match.start()
